@@ -1,0 +1,188 @@
+"""Stores the explainability graph is written to: Oxigraph (on disk or in memory) or any rdflib
+``Dataset``.  A store is a small class around a lazily opened inner store; every write is N-Quads."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyoxigraph
+import rdflib
+
+from ._config import StoreSpec
+from ._errors import StoreError, StoreNotFound
+from ._mapping import Quad
+from ._vocab import GRAPH_RETRIEVAL
+
+# Below this many quads a transactional ``load`` is cheaper than ``bulk_load`` (which writes new
+# files on every call, ~13 ms); above it ``bulk_load`` is several times faster.
+BULK_THRESHOLD = 2000
+
+
+class QuadStore(Protocol):
+    def add(self, data: bytes, count: int) -> None: ...
+    def remove(self, quads: Sequence[Quad]) -> None: ...
+    def query(self, sparql: str) -> Any: ...
+    def dump(self, fmt: str) -> bytes: ...
+    def to_dataset(self) -> rdflib.Dataset: ...
+    def close(self) -> None: ...
+
+
+def _delete_data(quads: Sequence[Quad]) -> str:
+    body = "\n".join(f"GRAPH {g} {{ {s} {p} {o} }}" for s, p, o, g in quads)
+    return f"DELETE DATA {{\n{body}\n}}"
+
+
+_FORMATS = {
+    "nquads": pyoxigraph.RdfFormat.N_QUADS,
+    "trig": pyoxigraph.RdfFormat.TRIG,
+    "turtle": pyoxigraph.RdfFormat.TURTLE,
+    "ntriples": pyoxigraph.RdfFormat.N_TRIPLES,
+}
+
+
+class OxigraphStore:
+    """Oxigraph, on disk (RocksDB, persistent) when ``path`` is given, else in memory."""
+
+    def __init__(self, path: Path | None, *, read_only: bool = False) -> None:
+        self.path = path
+        self._store: pyoxigraph.Store | None = _open_oxigraph(path, read_only)
+
+    @property
+    def inner(self) -> pyoxigraph.Store:
+        if self._store is None:
+            raise StoreError(f"store {self.path or 'memory:'} is closed")
+        return self._store
+
+    def add(self, data: bytes, count: int) -> None:
+        if count >= BULK_THRESHOLD:
+            self.inner.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS)
+        else:
+            self.inner.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS)
+
+    def remove(self, quads: Sequence[Quad]) -> None:
+        if quads:
+            self.inner.update(_delete_data(quads))
+
+    def query(self, sparql: str) -> Any:
+        return self.inner.query(sparql)
+
+    def dump(self, fmt: str) -> bytes:
+        rdf_format = _FORMATS[fmt]
+        if rdf_format in (pyoxigraph.RdfFormat.TURTLE, pyoxigraph.RdfFormat.N_TRIPLES):
+            out = self.inner.dump(format=rdf_format, from_graph=pyoxigraph.NamedNode(GRAPH_RETRIEVAL))
+        else:
+            out = self.inner.dump(format=rdf_format)
+        return out or b""
+
+    def to_dataset(self) -> rdflib.Dataset:
+        ds = rdflib.Dataset()
+        ds.parse(data=self.dump("nquads").decode("utf-8"), format="nquads")
+        return ds
+
+    def flush(self) -> None:
+        if self._store is not None and self.path is not None:
+            self._store.flush()
+
+    def close(self) -> None:
+        """Flush and release the store (its lock is free for another process on return)."""
+        if self._store is None:
+            return
+        try:
+            self.flush()
+        finally:
+            self._store = None
+            gc.collect()  # RocksDB releases its lock when the last reference goes
+
+
+def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:
+    if path is None:
+        return pyoxigraph.Store()
+    if read_only:
+        if not (path / "CURRENT").exists():
+            raise StoreNotFound(
+                f"no store at {path} (nothing has been exported there yet; check --store or "
+                f"OTEL_PROV_STORE)"
+            )
+        try:
+            return pyoxigraph.Store(str(path))
+        except OSError as exc:
+            if "lock" not in str(exc).lower():
+                raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        try:  # held by a running exporter or server: read a snapshot
+            return pyoxigraph.Store.read_only(str(path))
+        except OSError as exc:
+            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store directory {path}: {exc.strerror or exc}; choose a writable "
+            f"location with store='oxigraph:PATH' or OTEL_PROV_STORE"
+        ) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"the store directory {path} is not writable; choose a writable location with "
+            f"store='oxigraph:PATH' or OTEL_PROV_STORE"
+        )
+    try:
+        return pyoxigraph.Store(str(path))
+    except OSError as exc:
+        if "lock" in str(exc).lower():
+            raise StoreError(
+                f"the store at {path} is in use by another process (one writer at a time); stop it, "
+                f"or give this process its own store (OTEL_PROV_STORE), or send spans to "
+                f"'otel-prov serve'"
+            ) from exc
+        raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+
+
+class DatasetStore:
+    """Any rdflib ``Dataset`` handed in by the user (they own it: ``close`` leaves it open)."""
+
+    def __init__(self, dataset: rdflib.Dataset) -> None:
+        self.dataset = dataset
+        self.path = None
+        self._lock = threading.Lock()
+
+    def add(self, data: bytes, count: int) -> None:
+        with self._lock:
+            self.dataset.parse(data=data.decode("utf-8"), format="nquads")
+
+    def remove(self, quads: Sequence[Quad]) -> None:
+        if quads:
+            with self._lock:
+                self.dataset.update(_delete_data(quads))
+
+    def query(self, sparql: str) -> Any:
+        with self._lock:
+            return self.dataset.query(sparql)
+
+    def dump(self, fmt: str) -> bytes:
+        with self._lock:
+            if fmt in ("turtle", "ntriples"):
+                graph = self.dataset.graph(rdflib.URIRef(GRAPH_RETRIEVAL))
+                return graph.serialize(format="nt" if fmt == "ntriples" else fmt, encoding="utf-8")
+            return self.dataset.serialize(format=fmt, encoding="utf-8")
+
+    def to_dataset(self) -> rdflib.Dataset:
+        return self.dataset
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(spec: StoreSpec | rdflib.Dataset) -> QuadStore:
+    """Open a store for writing (an on-disk store is created if missing)."""
+    if isinstance(spec, rdflib.Dataset):
+        return DatasetStore(spec)
+    return OxigraphStore(spec.path)
+
+
+def open_store_for_reading(spec: StoreSpec) -> OxigraphStore:
+    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created."""
+    return OxigraphStore(spec.path, read_only=True)

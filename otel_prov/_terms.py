@@ -1,0 +1,106 @@
+"""RDF terms as N-Triples text: the one place where IRIs and literals are made and escaped.
+
+The mapping produces quads as 4-tuples of N-Triples terms (``"<iri>"``, ``'"text"'``,
+``'"5"^^<...#integer>'``), which is what every store we write to reads fastest.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as _uuid
+from datetime import datetime, timezone
+from urllib.parse import quote
+
+from rdflib import XSD
+
+_XSD_INTEGER = f"<{XSD.integer}>"
+_XSD_DATETIME = f"<{XSD.dateTime}>"
+
+# Characters that may not appear in an IRI (RFC 3987 excludes them; N-Triples rejects them).
+_IRI_ILLEGAL = re.compile(r'[\x00-\x20<>"{}|\\^`\x7f-\x9f]')
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_LITERAL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
+_LITERAL_SPECIAL = re.compile(r'[\\"\n\r]')
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# IRIs used as values (edges of a knowledge graph) follow TrustGraph's rule.
+_VALUE_IRI_SCHEMES = ("http://", "https://", "urn:")
+
+
+def iri(value: str) -> str:
+    """An IRI term.  Characters illegal in an IRI are percent-encoded; a value without a scheme
+    raises :class:`ValueError` (callers pass only IRIs they built)."""
+    if not _SCHEME.match(value):
+        raise ValueError(f"not an absolute IRI: {value!r}")
+    return "<" + encode_iri_chars(value) + ">"
+
+
+def encode_iri_chars(value: str) -> str:
+    value = clean_text(value)
+    if _IRI_ILLEGAL.search(value):
+        value = _IRI_ILLEGAL.sub(lambda m: quote(m.group(0), safe=""), value)
+    return value
+
+
+def iri_segment(value: str) -> str:
+    """Text made safe to stand for ``{uuid}`` inside one of our IRIs: everything but unreserved
+    characters is percent-encoded, so ``/`` and ``:`` in a session id cannot change an IRI's shape.
+    A UUID passes unchanged."""
+    return quote(clean_text(value), safe="-._~")
+
+
+def clean_text(value: str) -> str:
+    """Text that can be written as UTF-8: lone surrogates (undecodable bytes) become U+FFFD."""
+    if _SURROGATE.search(value):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+def has_invalid_text(value: str) -> bool:
+    return _SURROGATE.search(value) is not None
+
+
+def literal(value: str) -> str:
+    """A plain (``xsd:string``) literal; the text round-trips exactly (N-Triples escaping)."""
+    value = clean_text(value)
+    if _LITERAL_SPECIAL.search(value):
+        value = _LITERAL_SPECIAL.sub(lambda m: _LITERAL_ESCAPES[m.group(0)], value)
+    return '"' + value + '"'
+
+
+def integer(value: int) -> str:
+    return f'"{int(value)}"^^{_XSD_INTEGER}'
+
+
+def datetime_from_ns(ns: int) -> str:
+    """An ``xsd:dateTime`` literal in UTC, in the canonical form stores give back (nanosecond
+    precision, trailing zeros removed)."""
+    return f'"{isoformat_ns(ns)}"^^{_XSD_DATETIME}'
+
+
+def isoformat_ns(ns: int) -> str:
+    seconds, frac = divmod(int(ns), 1_000_000_000)
+    text = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    if frac:
+        text += ("." + f"{frac:09d}").rstrip("0")
+    return text + "Z"
+
+
+def value_term(value: str) -> str:
+    """A knowledge-graph value given as text: an IRI when it starts with ``http://``,
+    ``https://`` or ``urn:`` (TrustGraph's rule), otherwise a plain literal."""
+    if value.startswith(_VALUE_IRI_SCHEMES) and len(value) > 6:
+        return iri(value)
+    return literal(value)
+
+
+def uuid_from_trace_id(trace_id: int) -> str:
+    """A 128-bit trace id formatted as a UUID (``8-4-4-4-12`` lowercase hex)."""
+    return str(_uuid.UUID(int=trace_id))
+
+
+def hex_trace_id(trace_id: int) -> str:
+    return f"{trace_id:032x}"
+
+
+def hex_span_id(span_id: int) -> str:
+    return f"{span_id:016x}"

@@ -1,0 +1,48 @@
+"""Every IRI otel-prov writes, from closed namespaces (a typo raises instead of minting a wrong IRI)."""
+
+from __future__ import annotations
+
+from rdflib import RDF, RDFS, XSD
+from rdflib.namespace import PROV, Namespace
+from rdflib.namespace import ClosedNamespace
+
+TG = ClosedNamespace(
+    "https://trustgraph.ai/ns/",
+    [
+        "Question", "AgentQuestion", "GraphRagQuestion", "DocRagQuestion",
+        "Analysis", "Conclusion", "Exploration", "Focus", "Synthesis", "EdgeSelection",
+        "query", "thought", "action", "arguments", "observation", "answer",
+        "edgeCount", "selectedEdge", "edge", "reasoning", "chunkCount", "selectedChunk", "content",
+    ],
+)
+"""TrustGraph's vocabulary (the subset the seed model uses)."""
+
+OTELPROV = ClosedNamespace(
+    "https://w3id.org/otel-prov/ns#",
+    ["traceId", "spanId", "collection", "statusMessage", "agentName"],
+)
+"""otel-prov's own predicates (documented in docs/model.md)."""
+
+OTELPROV_NS = str(Namespace("https://w3id.org/otel-prov/ns#"))
+
+GRAPH_RETRIEVAL = "urn:graph:retrieval"
+"""The explainability graph every quad goes to."""
+
+PREFIXES = {
+    "tg": str(TG),
+    "prov": str(PROV),
+    "otelprov": OTELPROV_NS,
+    "rdf": str(RDF),
+    "rdfs": str(RDFS),
+    "xsd": str(XSD),
+}
+
+# IRI prefixes of the seed model (TrustGraph's patterns).
+AGENT_PREFIX = "urn:trustgraph:agent:"
+GRAPH_RAG_PREFIX = "urn:trustgraph:question:"
+DOC_RAG_PREFIX = "urn:trustgraph:docrag:"
+EXPLORATION_PREFIX = "urn:trustgraph:prov:exploration:"
+FOCUS_PREFIX = "urn:trustgraph:prov:focus:"
+SYNTHESIS_PREFIX = "urn:trustgraph:prov:synthesis:"
+EDGE_PREFIX = "urn:trustgraph:prov:edge:"
+SOFTWARE_AGENT_PREFIX = "urn:otel-prov:agent:"

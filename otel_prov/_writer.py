@@ -1,0 +1,167 @@
+"""The write path: one background thread owns the store's writes.
+
+``export()`` maps spans and hands N-Quads to :class:`Writer`; the writer thread takes everything
+queued since its last write and stores it in one call, so many small batches become few large
+writes (the store's per-call cost dominates otherwise).  Writes are ordered: removals and additions
+are applied in the order they were submitted.  A failing store is retried with backoff; what still
+cannot be written at close is saved to a rescue file next to the store, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._mapping import Quad
+from ._store import QuadStore
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING_BYTES = 256 * 1024 * 1024
+"""Past this much unwritten data, ``submit`` waits (back-pressure on the exporting thread)."""
+_MAX_MERGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _Op:
+    seq: int
+    data: bytes = b""
+    count: int = 0
+    remove: Sequence[Quad] = ()
+
+
+class Writer:
+    def __init__(self, store: QuadStore, *, rescue_dir: Path | None = None) -> None:
+        self._store = store
+        self._rescue_dir = rescue_dir
+        self._cv = threading.Condition()
+        self._queue: deque[_Op] = deque()
+        self._pending_bytes = 0
+        self._submitted = 0
+        self._done = 0
+        self._closing = False
+        self.failures = 0
+        self.written_quads = 0
+        self._thread = threading.Thread(target=self._run, name="otel-prov-writer", daemon=True)
+        self._thread.start()
+
+    # -- producers ---------------------------------------------------------------------------------
+
+    def add(self, data: bytes, count: int) -> int:
+        return self._submit(_Op(0, data=data, count=count))
+
+    def remove(self, quads: Sequence[Quad]) -> int:
+        return self._submit(_Op(0, remove=quads))
+
+    def _submit(self, op: _Op) -> int:
+        with self._cv:
+            while self._pending_bytes > MAX_PENDING_BYTES and not self._closing:
+                self._cv.wait(0.1)
+            if self._closing:
+                raise RuntimeError("writer is closed")
+            self._submitted += 1
+            op.seq = self._submitted
+            self._queue.append(op)
+            self._pending_bytes += len(op.data)
+            self._cv.notify_all()
+            return op.seq
+
+    def wait(self, seq: int | None = None, timeout: float | None = None) -> bool:
+        """Block until everything submitted up to ``seq`` (default: so far) is stored."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            target = self._submitted if seq is None else seq
+            while self._done < target:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                if not self._thread.is_alive():
+                    return False
+                self._cv.wait(remaining if remaining is not None else 0.5)
+            return True
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Store what is queued, stop the thread.  Returns whether everything was stored."""
+        with self._cv:
+            self._closing = True
+            self._cv.notify_all()
+        self._thread.join(timeout)
+        return not self._thread.is_alive() and not self._queue
+
+    # -- the writer thread ------------------------------------------------------------------------
+
+    def _take(self) -> list[_Op] | None:
+        with self._cv:
+            while not self._queue and not self._closing:
+                self._cv.wait()
+            if not self._queue:
+                return None
+            ops = [self._queue.popleft()]
+            size = len(ops[0].data)
+            # Merge consecutive additions into one write; a removal is applied on its own.
+            while (self._queue and not ops[0].remove and not self._queue[0].remove
+                   and size < _MAX_MERGE_BYTES):
+                op = self._queue.popleft()
+                ops.append(op)
+                size += len(op.data)
+            return ops
+
+    def _run(self) -> None:
+        delay = 0.05
+        while True:
+            ops = self._take()
+            if ops is None:
+                return
+            try:
+                if ops[0].remove:
+                    self._store.remove(ops[0].remove)
+                else:
+                    count = sum(op.count for op in ops)
+                    data = ops[0].data if len(ops) == 1 else b"".join(op.data for op in ops)
+                    self._store.add(data, count)
+                    self.written_quads += count
+            except Exception as exc:  # the store failed: keep the data, retry
+                self.failures += 1
+                if self.failures == 1 or self.failures % 100 == 0:
+                    logger.error("otel-prov: writing to the store failed (%d times so far): %s",
+                                 self.failures, exc)
+                with self._cv:
+                    self._queue.extendleft(reversed(ops))
+                    closing = self._closing
+                if closing and self.failures > 3:
+                    self._rescue()
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            delay = 0.05
+            with self._cv:
+                self._pending_bytes -= sum(len(op.data) for op in ops)
+                self._done = ops[-1].seq
+                self._cv.notify_all()
+
+    def _rescue(self) -> None:
+        """The store keeps failing at close: save what is left as N-Quads so nothing is lost."""
+        with self._cv:
+            ops, self._queue = list(self._queue), deque()
+        directory = self._rescue_dir or Path.cwd()
+        path = directory / f"otel-prov-rescue-{os.getpid()}-{int(time.time())}.nq"
+        removals = sum(1 for op in ops if op.remove)
+        try:
+            with open(path, "wb") as fh:
+                for op in ops:
+                    fh.write(op.data)
+            logger.error("otel-prov: the store could not be written; %d unwritten batches saved as "
+                         "N-Quads to %s (%d removals not applied)", len(ops) - removals, path, removals)
+        except OSError as exc:
+            logger.error("otel-prov: the store could not be written and the rescue file %s could not "
+                         "be saved either (%s): %d batches lost", path, exc, len(ops))
+        with self._cv:
+            self._done = self._submitted
+            self._cv.notify_all()

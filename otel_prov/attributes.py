@@ -1,0 +1,106 @@
+"""The span attribute contract of otel-prov.
+
+Every key otel-prov reads from a span is a constant here.  Code that uses only the plain
+OpenTelemetry API and sets these attributes produces exactly the same provenance graph as the
+helpers in :mod:`otel_prov` (see ``docs/attributes.md`` for the full contract).
+
+All our own keys live under one namespace, ``otel_prov.``.  Standard OpenTelemetry GenAI keys
+(``gen_ai.*``) and OpenInference keys are listed at the end; they are read for traces that carry
+none of ours.
+
+This module has no dependencies and may be imported by anyone.
+"""
+
+from __future__ import annotations
+
+NAMESPACE = "otel_prov."
+
+# -- which node a span stands for -------------------------------------------------------------
+FLOW = "otel_prov.flow"
+"""The flow a span belongs to: one of :data:`FLOWS`. Required on every otel-prov span."""
+STEP = "otel_prov.step"
+"""What the span stands for within its flow: one of :data:`STEPS`. Required on every otel-prov span."""
+
+FLOW_AGENT = "agent"
+FLOW_GRAPH_RAG = "graphrag"
+FLOW_DOC_RAG = "docrag"
+FLOWS = (FLOW_AGENT, FLOW_GRAPH_RAG, FLOW_DOC_RAG)
+
+STEP_SESSION = "session"
+"""The session's root span: the Question (and, for an agent, the Conclusion once answered)."""
+STEP_QUESTION = "question"
+"""An instant span at the session's start (same start time as the root) so the Question is stored
+before the session ends. Optional: the root span alone gives the same Question."""
+STEP_ANALYSIS = "analysis"
+"""One think/act/observe cycle of an agent (needs :data:`ITERATION`)."""
+STEP_TOOL = "tool"
+"""A tool execution inside an analysis step; opaque: it adds nothing to the seed graph."""
+STEP_CONCLUSION = "conclusion"
+"""An agent's final answer, when it is recorded on a span of its own rather than on the root."""
+STEP_EXPLORATION = "exploration"
+STEP_FOCUS = "focus"
+STEP_SYNTHESIS = "synthesis"
+STEPS = (
+    STEP_SESSION,
+    STEP_QUESTION,
+    STEP_ANALYSIS,
+    STEP_TOOL,
+    STEP_CONCLUSION,
+    STEP_EXPLORATION,
+    STEP_FOCUS,
+    STEP_SYNTHESIS,
+)
+
+# -- identity ---------------------------------------------------------------------------------
+SESSION_ID = "otel_prov.session.id"
+"""The session's ``{uuid}``.  Absent: the trace id, formatted as a UUID."""
+COLLECTION = "otel_prov.collection"
+"""The collection the session belongs to (default ``"default"``); recorded on the Question."""
+DERIVED_FROM = "otel_prov.derived_from"
+"""On a session span: the IRI of the step that started this session (a RAG query run by an agent's
+tool).  The Question is then a sub-trace, ``prov:wasDerivedFrom`` that step."""
+EXPLAIN_ID = "otel_prov.explain_id"
+"""Written by the helpers on the root span: the IRI of the Question, for "explain this answer".
+Informational: the mapping never reads it."""
+
+# -- content ------------------------------------------------------------------------------------
+QUESTION = "otel_prov.question"
+"""The user's question (``tg:query``), on session and question spans."""
+ITERATION = "otel_prov.iteration"
+"""On an analysis span: its number, 1, 2, ...  On a session or conclusion span: the number of the
+last analysis before the conclusion (0 when there was none)."""
+THOUGHT = "otel_prov.thought"
+ACTION = "otel_prov.action"
+"""The tool name chosen in this cycle."""
+ARGUMENTS = "otel_prov.arguments"
+"""The tool arguments as JSON text."""
+OBSERVATION = "otel_prov.observation"
+ANSWER = "otel_prov.answer"
+"""The agent's final answer (``tg:answer``)."""
+EDGE_COUNT = "otel_prov.edge_count"
+"""GraphRAG exploration: how many edges were retrieved."""
+EDGES = "otel_prov.edges"
+"""GraphRAG exploration: the retrieved edges, JSON ``[[s, p, o], ...]`` (for Jaeger and the CLI;
+the seed graph records only the count)."""
+SELECTED_EDGES = "otel_prov.selected_edges"
+"""GraphRAG focus: JSON ``[{"edge": [s, p, o], "reasoning": "..."}, ...]``."""
+CHUNK_IDS = "otel_prov.chunk_ids"
+"""DocRAG exploration: the retrieved chunk ids, a string array."""
+CONTENT = "otel_prov.content"
+"""The synthesised answer of a RAG flow (``tg:content``)."""
+
+# -- standard keys that are read too --------------------------------------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_DATA_SOURCE_ID = "gen_ai.data_source.id"
+GEN_AI_RETRIEVAL_QUERY_TEXT = "gen_ai.retrieval.query.text"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
+TOOL_NAME = "tool.name"
