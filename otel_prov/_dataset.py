@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,8 +39,15 @@ def dataset_from_nquads(data: bytes) -> rdflib.Dataset:
     for prefix, namespace in PREFIXES.items():
         ds.bind(prefix, namespace)
     if data:
-        ds.parse(data=data.decode("utf-8"), format="nquads")
+        parse_nquads(ds, data)
     return ds
+
+
+def parse_nquads(ds: rdflib.Dataset, data: bytes) -> None:
+    """``ds.parse`` of N-Quads, without the DeprecationWarning rdflib 7.6 raises from its own code."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Dataset.default_context is deprecated", DeprecationWarning)
+        ds.parse(data=data.decode("utf-8"), format="nquads")
 
 
 def load_dataset(store: str | os.PathLike[str] | None = None) -> rdflib.Dataset:

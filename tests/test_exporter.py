@@ -1,0 +1,230 @@
+"""The SDK exporter on real spans and real stores: entry point, flush/shutdown guarantees, bad input."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pyoxigraph
+import pytest
+import rdflib
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
+
+from otel_prov import (
+    ConfigError,
+    ProvSpanExporter,
+    StoreError,
+    StoreNotFound,
+    agent_session,
+    load_dataset,
+    spans_to_dataset,
+)
+from tests.graphs import assert_isomorphic
+
+TG = "https://trustgraph.ai/ns/"
+
+
+def _run_agent(provider: TracerProvider, question: str = "Capital of France?", **kwargs: object) -> str:
+    with agent_session(question, tracer_provider=provider, **kwargs) as session:  # type: ignore[arg-type]
+        with session.iteration() as step:
+            step.thought("look it up")
+            step.call_tool("lookup", lambda q: "Paris", {"q": "France"})
+        session.conclude("Paris")
+    return session.explain_id
+
+
+def _count(store_path: Path, sparql: str) -> int:
+    """Counts with a fresh process: proves the data is on disk and the store was released."""
+    code = ("import sys, pyoxigraph; s = pyoxigraph.Store(sys.argv[1]); "
+            "print(len(list(s.query(sys.argv[2]))))")
+    out = subprocess.run([sys.executable, "-c", code, str(store_path), sparql],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+def test_entry_point_builds_the_exporter_from_the_environment(monkeypatch, tmp_path) -> None:
+    store = tmp_path / "store"
+    monkeypatch.setenv("OTEL_PROV_STORE", f"oxigraph:{store}")
+    (ep,) = [e for e in entry_points(group="opentelemetry_traces_exporter") if e.name == "prov"]
+    exporter = ep.load()()  # the SDK builds it with no arguments
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    iri = _run_agent(provider)
+    provider.shutdown()
+    assert _count(store, f"SELECT ?q WHERE {{ GRAPH <urn:graph:retrieval> {{ <{iri}> <{TG}query> ?q }} }}") == 1
+    assert _count(store, f"SELECT ?a WHERE {{ GRAPH ?g {{ ?a a <{TG}Analysis> }} }}") == 1
+
+
+def test_default_store_location_is_documented_xdg_path(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    exporter = ProvSpanExporter()
+    exporter.shutdown()
+    assert (tmp_path / "otel-prov" / "store" / "CURRENT").exists()
+
+
+def test_force_flush_returns_when_everything_is_stored(tmp_path) -> None:
+    exporter = ProvSpanExporter(store=f"oxigraph:{tmp_path / 's'}")
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    iris = [_run_agent(provider, f"question {i}") for i in range(50)]
+    assert provider.force_flush()  # the SDK's BatchSpanProcessor hands everything to export() ...
+    assert exporter.force_flush()  # ... and the exporter returns once it is all in the store
+    rows = list(exporter.store.query(
+        f"SELECT ?s WHERE {{ GRAPH <urn:graph:retrieval> {{ ?s a <{TG}Conclusion> }} }}"))
+    assert {str(r["s"].value) for r in rows} == {f"{i}/final" for i in iris}
+    provider.shutdown()
+
+
+def test_shutdown_is_idempotent_and_releases_the_store(tmp_path) -> None:
+    path = tmp_path / "s"
+    exporter = ProvSpanExporter(store=path)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _run_agent(provider)
+    exporter.shutdown()
+    exporter.shutdown()
+    assert exporter.export([]) is SpanExportResult.FAILURE
+    # Another process can open the store right away, and finds everything.
+    assert _count(path, f"SELECT ?s WHERE {{ GRAPH ?g {{ ?s a <{TG}Question> }} }}") == 1
+    # ... and so can this one, through rdflib.
+    ds = load_dataset(f"oxigraph:{path}")
+    assert len(ds) > 0
+
+
+def test_store_in_use_is_a_clear_error(tmp_path) -> None:
+    first = ProvSpanExporter(store=tmp_path / "s")
+    try:
+        with pytest.raises(StoreError, match="in use by another process"):
+            ProvSpanExporter(store=tmp_path / "s")
+    finally:
+        first.shutdown()
+
+
+def test_unwritable_store_path_is_a_clear_error_at_construction(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StoreError, match=r"cannot create the store directory .*file/store"):
+        ProvSpanExporter(store=f"oxigraph:{blocker / 'store'}")
+
+
+def test_bad_settings_are_clear_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown profile 'bogus'"):
+        ProvSpanExporter(store="memory:", profile="bogus")
+    with pytest.raises(ConfigError, match="unknown store 'sqlite:x'"):
+        ProvSpanExporter(store="sqlite:x")
+
+
+def test_reading_a_missing_store_never_creates_it(tmp_path) -> None:
+    with pytest.raises(StoreNotFound):
+        load_dataset(f"oxigraph:{tmp_path / 'nothing'}")
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_any_rdflib_dataset_can_be_the_store(captured) -> None:
+    provider, memory = captured
+    dataset = rdflib.Dataset()
+    exporter = ProvSpanExporter(store=dataset)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _run_agent(provider)
+    assert exporter.force_flush()
+    assert_isomorphic(spans_to_dataset(memory.get_finished_spans()), dataset)
+    exporter.shutdown()
+
+
+def test_export_is_thread_safe(tmp_path) -> None:
+    exporter = ProvSpanExporter(store="memory:")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(20):
+                _run_agent(provider, f"t{n} q{i}")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert exporter.force_flush()
+    rows = list(exporter.store.query(f"SELECT ?s WHERE {{ GRAPH ?g {{ ?s a <{TG}Conclusion> }} }}"))
+    assert len(rows) == 80
+    exporter.shutdown()
+
+
+def test_bad_input_never_raises_keeps_text_and_writes_only_valid_iris(captured, caplog) -> None:
+    provider, memory = captured
+    exporter = ProvSpanExporter(store="memory:")
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    huge = "x" * 2_000_000 + '"\\\n\r\t end'
+    weird = 'tab\there "quotes" \\ back\nslash \u2028 emoji \U0001F600 nul\x00'
+    caplog.set_level(logging.WARNING)
+    with agent_session(weird, session_id='a b<c>/d"e{f}|g^h`i\\j', tracer_provider=provider) as s:
+        with s.iteration() as step:
+            step.thought(huge)
+            step.action("tool", {"obj": object(), "set": {1, 2}})
+            step.observation("bad \udcff byte")
+        with s.iteration() as step:
+            step.action("tool", {"obj": object()})  # the same problem again: logged once
+        s.conclude(weird)
+    assert exporter.force_flush()
+    # Every IRI is valid: Oxigraph re-parses the whole store strictly.
+    dump = exporter.store.dump("nquads")
+    check = pyoxigraph.Store()
+    check.load(dump, format=pyoxigraph.RdfFormat.N_QUADS)
+    assert len(check) == len(list(pyoxigraph.parse(dump, format=pyoxigraph.RdfFormat.N_QUADS)))
+    iri = s.explain_id
+    assert iri.startswith("urn:trustgraph:agent:a%20b%3Cc%3E%2Fd%22e%7Bf%7D%7Cg%5Eh%60i%5Cj")
+    values = {(str(r["p"].value), r["o"].value) for r in exporter.store.query(
+        f"SELECT ?p ?o WHERE {{ GRAPH ?g {{ ?s ?p ?o FILTER(STRSTARTS(STR(?s), '{iri}')) }} }}")}
+    assert (f"{TG}query", weird) in values
+    assert (f"{TG}thought", huge) in values
+    assert (f"{TG}answer", weird) in values
+    assert (f"{TG}observation", "bad \ufffd byte") in values
+    args = [o for p, o in values if p == f"{TG}arguments"]
+    assert len(args) == 2 and all(json.loads(a)["obj"].startswith("<object object") for a in args)
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("not JSON-serialisable" in m for m in messages) == 1
+    assert sum("not valid Unicode" in m for m in messages) == 1
+    assert exporter.stats()["problems"]["text that is not valid Unicode (replaced by U+FFFD)"] >= 1
+    exporter.shutdown()
+
+
+def test_an_exception_marks_the_span_and_leaves_a_valid_partial_trace(captured) -> None:
+    provider, memory = captured
+    exporter = ProvSpanExporter(store="memory:")
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def broken(q: str) -> str:
+        raise RuntimeError("tool exploded")
+
+    with pytest.raises(RuntimeError, match="tool exploded"):
+        with agent_session("will fail", session_id="boom", tracer_provider=provider) as s:
+            with s.iteration() as step:
+                step.thought("first")
+                step.observation("ok")
+            with s.iteration() as step:
+                step.call_tool("broken", broken, {"q": "x"})
+    assert exporter.force_flush()
+    rows = {(str(r["s"].value), str(r["p"].value), r["o"].value) for r in exporter.store.query(
+        "SELECT ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")}
+    subjects = {s for s, _, _ in rows}
+    base = "urn:trustgraph:agent:boom"
+    assert {base, f"{base}/i1", f"{base}/i2"} <= subjects
+    assert f"{base}/final" not in subjects
+    status = "https://w3id.org/otel-prov/ns#statusMessage"
+    assert (f"{base}/i2", status, "RuntimeError: tool exploded") in rows
+    assert (base, status, "RuntimeError: tool exploded") in rows
+    assert not any(s == f"{base}/i1" and p == status for s, p, _ in rows)
+    exporter.shutdown()
