@@ -214,8 +214,14 @@ def _question(c: _Ctx, *, is_session: bool) -> None:
     c.add(q, _COLLECTION, literal(c.text(A.COLLECTION) or "default"))
     parent = c.text(A.DERIVED_FROM)
     if parent:
+        # A sub-trace (a RAG query run by an agent's step).  Seed: TrustGraph's link, derived from
+        # the step.  Strict: the step's activity generated this question (the step's own entity is
+        # generated only when the step ends, after the question).
         try:
-            c.add(q, _DERIVED, iri(parent))
+            if c.strict:
+                c.add(q, _GENERATED_BY, iri(parent + "/activity"))
+            else:
+                c.add(q, _DERIVED, iri(parent))
         except ValueError:
             c.problems.append(f"{A.DERIVED_FROM} is not an absolute IRI")
     if not is_session:
@@ -393,7 +399,6 @@ _HANDLERS[(A.FLOW_AGENT, A.STEP_TOOL)] = _tool
 _HANDLERS[(A.FLOW_AGENT, A.STEP_CONCLUSION)] = _conclusion
 _HANDLERS[(A.FLOW_GRAPH_RAG, A.STEP_FOCUS)] = _focus
 del _flow
-_AGENT_ONLY = (A.STEP_EXPLORATION, A.STEP_SYNTHESIS)
 
 
 def is_prov_span(rec: SpanRecord) -> bool:
