@@ -6,15 +6,13 @@ from rdflib import RDF, RDFS, XSD
 from rdflib.namespace import PROV, Namespace
 from rdflib.namespace import ClosedNamespace
 
-TG = ClosedNamespace(
-    "https://trustgraph.ai/ns/",
-    [
+TG_TERMS = (
         "Question", "AgentQuestion", "GraphRagQuestion", "DocRagQuestion",
         "Analysis", "Conclusion", "Exploration", "Focus", "Synthesis", "EdgeSelection",
         "query", "thought", "action", "arguments", "observation", "answer",
         "edgeCount", "selectedEdge", "edge", "reasoning", "chunkCount", "selectedChunk", "content",
-    ],
 )
+TG = ClosedNamespace("https://trustgraph.ai/ns/", list(TG_TERMS))
 """TrustGraph's vocabulary (the subset the seed model uses)."""
 
 OTELPROV = ClosedNamespace(
