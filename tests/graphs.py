@@ -6,6 +6,9 @@ import rdflib
 from rdflib.compare import graph_diff, to_isomorphic
 
 
+_IN_GRAPH = rdflib.URIRef("urn:test:inGraph")
+
+
 def _as_graph(data: rdflib.Dataset | rdflib.Graph) -> rdflib.Graph:
     """A dataset as one graph of its quads' triples, each tagged by graph name (so graph names
     count in the comparison)."""
@@ -14,7 +17,7 @@ def _as_graph(data: rdflib.Dataset | rdflib.Graph) -> rdflib.Graph:
         for s, p, o, ctx in data.quads((None, None, None, None)):
             name = ctx.identifier if isinstance(ctx, rdflib.Graph) else ctx
             g.add((s, p, o))
-            g.add((s, rdflib.URIRef("urn:test:inGraph"), rdflib.Literal(f"{name}|{p}|{o.n3()}")))
+            g.add((s, _IN_GRAPH, rdflib.Literal(f"{name}|{p}|{o.n3()}")))
         return g
     return data
 
@@ -24,7 +27,10 @@ def assert_isomorphic(expected: rdflib.Dataset | rdflib.Graph, actual: rdflib.Da
     if e == a:
         return
     _, only_expected, only_actual = graph_diff(e, a)
+    def shown(g: rdflib.Graph) -> list[str]:
+        return [" ".join(t.n3() for t in triple) for triple in sorted(g) if triple[1] != _IN_GRAPH]
+
     lines = ["graphs differ"]
-    lines += ["  missing: " + " ".join(t.n3() for t in triple) for triple in sorted(only_expected)]
-    lines += ["  extra:   " + " ".join(t.n3() for t in triple) for triple in sorted(only_actual)]
+    lines += ["  missing: " + line for line in shown(only_expected)]
+    lines += ["  extra:   " + line for line in shown(only_actual)]
     raise AssertionError("\n".join(lines[:200]))
