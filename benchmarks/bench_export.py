@@ -1,0 +1,523 @@
+"""Export benchmark: what provenance costs next to shipping the same spans to Jaeger.
+
+On the same pre-built spans (real SDK ``ReadableSpan``s made with ``otel_prov.agent_session`` and
+friends, captured with ``InMemorySpanExporter``), one run measures spans/s and peak memory of
+
+  (a) ``ProvSpanExporter`` into the on-disk embedded store (``store='oxigraph:DIR'``),
+  (b) ``ProvSpanExporter`` into memory (``store='memory:'``),
+  (c) the standard OTLP gRPC exporter shipping the spans to a local receiver,
+
+each fed the same way: ``export()`` with batches of ``--batch-size`` spans (the BatchSpanProcessor
+default, 512) from one thread, timed from the first ``export()`` until ``shutdown()`` returns (for
+(a) and (b): with everything stored).  The receiver is a separate process, so it does not share
+the exporter's GIL: the Collector (``otelcol-prov``, otlp receiver -> debug exporter) or Jaeger from
+``${OTEL_PROV_BIN_DIR:-~/.cache/otel-prov/bin}`` when built, else a minimal Python gRPC
+TraceService server.
+
+Every measurement runs in a process forked from this one after the spans are built, so runs do
+not inherit each other's heap, threads or caches.  Memory is reported two ways: the peak growth of
+the process's resident set (RSS: Python and native memory, RocksDB and gRPC included; kernel
+``VmHWM`` reset at the start of the measurement) in the timed runs, and, in one extra untimed run
+per exporter, the tracemalloc peak (Python allocations only; tracemalloc slows Python down, which
+is why it is not on during the timed runs).
+
+After each run the result is checked, outside the timing: (a) the store is reopened and must hold
+exactly the expected quads; (b) the memory store must hold them too; (c) the receiver must have
+received every span.  A run that fails its check is reported as invalid.
+
+    python benchmarks/bench_export.py [--spans 7500] [--repeats 3] [--batch-size 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    import otel_prov  # noqa: F401
+except ImportError:  # run from a checkout without an install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_prov import ProvSpanExporter, agent_session, doc_rag_session, graph_rag_session
+from otel_prov._mapping import map_spans, nquads
+from otel_prov._spans import from_sdk
+
+PROV_DISK, PROV_MEMORY, OTLP = "prov-disk", "prov-memory", "otlp-grpc"
+LABELS = {
+    PROV_DISK: "(a) ProvSpanExporter -> on-disk Oxigraph",
+    PROV_MEMORY: "(b) ProvSpanExporter -> memory",
+    OTLP: "(c) OTLP gRPC exporter -> receiver",
+}
+ORDER = (PROV_DISK, PROV_MEMORY, OTLP)
+
+
+# -- the spans --------------------------------------------------------------------------------
+
+_WORDS = (
+    "the knowledge graph shows that entity relation capital France Paris population river Seine "
+    "document chunk retrieval answer question because therefore we need to check whether tool "
+    "result returned search query embedding vector score source citation evidence according "
+    "report year 2024 revenue growth company product customer support ticket error timeout"
+).split()
+_TOOLS = ("knowledge-query", "web-search", "calculator", "sql-query", "doc-lookup")
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    words: list[str] = []
+    size, target = 0, rng.randint(low, high)
+    while size < target:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        size += len(word) + 1
+    text = " ".join(words)
+    if rng.random() < 0.2:  # some text that needs N-Triples escaping
+        text += '\nQuote: "' + rng.choice(_WORDS) + '" and a back\\slash.'
+    return text[0].upper() + text[1:] + "."
+
+
+def build_spans(count: int, seed: int = 7) -> list[ReadableSpan]:
+    """At least ``count`` finished spans: mostly agent sessions (3-6 think/act/observe iterations,
+    each with a tool span), every 25th session a GraphRAG or document-RAG query."""
+    rng = random.Random(seed)
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    sessions = 0
+    while len(memory.get_finished_spans()) < count:
+        sessions += 1
+        question = _text(rng, 30, 120) + "?"
+        if sessions % 50 == 0:
+            with graph_rag_session(question, tracer_provider=provider) as rag:
+                edges = [(f"http://example.org/e/{rng.randint(0, 999)}", "http://example.org/p/rel",
+                          _text(rng, 5, 40)) for _ in range(rng.randint(10, 40))]
+                rag.exploration(edges)
+                rag.focus([(edge, _text(rng, 40, 160)) for edge in edges[:rng.randint(2, 6)]])
+                rag.synthesis(_text(rng, 200, 800))
+        elif sessions % 25 == 0:
+            with doc_rag_session(question, tracer_provider=provider) as rag:
+                rag.exploration([f"urn:chunk:{rng.randint(0, 99999)}" for _ in range(rng.randint(3, 10))])
+                rag.synthesis(_text(rng, 200, 800))
+        else:
+            with agent_session(question, tracer_provider=provider) as session:
+                for _ in range(rng.randint(3, 6)):
+                    with session.iteration() as step:
+                        step.thought(_text(rng, 60, 400))
+                        tool = rng.choice(_TOOLS)
+                        args = {"query": _text(rng, 10, 80), "limit": rng.randint(1, 20)}
+                        step.call_tool(tool, lambda **kw: {"result": _text(rng, 100, 1200)}, args)
+                session.conclude(_text(rng, 50, 400))
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+def expected_nquads(spans: Sequence[ReadableSpan]) -> tuple[bytes, int]:
+    """The N-Quads the PROV exporter must store for ``spans``, and their number (distinct)."""
+    quads = sorted(set(map_spans([from_sdk(s) for s in spans]).quads))
+    return nquads(quads), len(quads)
+
+
+# -- the receiver (a separate process) --------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the receiver exited with code {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the receiver did not listen on port {port} within {timeout:.0f} s")
+
+
+_SPANS_LOGGED = re.compile(rb'"spans": (\d+)|^spans (\d+)$', re.MULTILINE)
+
+
+@dataclass
+class Receiver:
+    kind: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def spans_received(self) -> int:
+        """Spans received so far (from the debug exporter's log, or the Python server's)."""
+        text = self.log.read_bytes() if self.log.exists() else b""
+        return sum(int(a or b) for a, b in _SPANS_LOGGED.findall(text))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+_COLLECTOR_CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{port}
+        max_recv_msg_size_mib: 64
+exporters:
+  debug:
+    verbosity: basic
+    sampling_initial: 1000000
+    sampling_thereafter: 1
+service:
+  telemetry:
+    logs:
+      sampling:
+        enabled: false
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [debug]
+"""
+
+
+def start_receiver(workdir: Path, prefer: str) -> Receiver:
+    """A Collector or Jaeger binary when there is one (unless ``prefer == 'python'``), else the
+    minimal Python server below, each in its own process."""
+    bin_dir = Path(os.environ.get("OTEL_PROV_BIN_DIR") or Path.home() / ".cache/otel-prov/bin")
+    port = _free_port()
+    log = workdir / "receiver.log"
+    candidates = [("otelcol-prov", bin_dir / "otelcol-prov"), ("jaeger", bin_dir / "jaeger")]
+    for kind, binary in candidates:
+        if prefer not in ("auto", kind) or not os.access(binary, os.X_OK):
+            continue
+        config = workdir / f"{kind}.yaml"
+        config.write_text(_jaeger_config(port) if kind == "jaeger" else
+                          _COLLECTOR_CONFIG.format(port=port))
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([str(binary), "--config", str(config)], stdout=out,
+                                    stderr=subprocess.STDOUT)
+        _wait_port(port, proc)
+        return Receiver(f"{kind} ({binary})", port, proc, log)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, __file__, "--python-receiver", str(port)],
+                                stdout=out, stderr=subprocess.STDOUT)
+    _wait_port(port, proc)
+    return Receiver("minimal Python gRPC TraceService server (no Collector/Jaeger binary)", port,
+                    proc, log)
+
+
+def _jaeger_config(port: int) -> str:
+    """Jaeger v2 with its in-memory store, OTLP gRPC on ``port``, the query side on free ports."""
+    return f"""\
+extensions:
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 100000
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: 127.0.0.1:{_free_port()}
+    grpc:
+      endpoint: 127.0.0.1:{_free_port()}
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{port}
+        max_recv_msg_size_mib: 64
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+  debug:
+    verbosity: basic
+    sampling_initial: 1000000
+    sampling_thereafter: 1
+service:
+  extensions: [jaeger_storage, jaeger_query]
+  telemetry:
+    logs:
+      sampling:
+        enabled: false
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [jaeger_storage_exporter, debug]
+"""
+
+
+def python_receiver(port: int) -> None:
+    """The fallback receiver: accepts OTLP/gRPC trace exports, logs ``spans N`` per request."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+    class Service(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC's name)
+            spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+            sys.stdout.write(f"spans {spans}\n")
+            sys.stdout.flush()
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    signal.signal(signal.SIGTERM, lambda *_: server.stop(0))
+    server.wait_for_termination()
+
+
+# -- one measurement (in a forked process) -----------------------------------------------------
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak_rss() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+    except OSError:
+        pass
+
+
+def _feed(exporter: SpanExporter, spans: Sequence[ReadableSpan], batch: int) -> int:
+    failures = 0
+    for start in range(0, len(spans), batch):
+        if exporter.export(spans[start:start + batch]) is not SpanExportResult.SUCCESS:
+            failures += 1
+    return failures
+
+
+def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
+            receiver: Receiver, expected: bytes, expected_count: int,
+            use_tracemalloc: bool) -> dict[str, Any]:
+    store_dir = Path(tempfile.mkdtemp(prefix="store-", dir=workdir))
+    verify: Callable[[], str | None]
+    if kind == OTLP:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        received_before = receiver.spans_received()
+        exporter: SpanExporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{receiver.port}",
+                                                  insecure=True)
+        verify = lambda: _verify_received(receiver, received_before, len(spans))  # noqa: E731
+    else:
+        exporter = ProvSpanExporter(store=f"oxigraph:{store_dir}" if kind == PROV_DISK else "memory:")
+        if kind == PROV_DISK:
+            verify = lambda: _verify_disk(store_dir, expected, expected_count)  # noqa: E731
+        else:
+            inner = exporter.store.inner  # type: ignore[attr-defined]  (kept to check (b) afterwards)
+            verify = lambda: _verify_store(inner, expected, expected_count)  # noqa: E731
+    if use_tracemalloc:
+        tracemalloc.start()
+    _reset_peak_rss()
+    rss_before = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    failures = _feed(exporter, spans, batch)
+    exporter.shutdown()
+    seconds = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "seconds": seconds,
+        "spans_per_s": len(spans) / seconds,
+        "rss_peak_mib": (_status_kib("VmHWM") - rss_before) / 1024,
+        "export_failures": failures,
+    }
+    if use_tracemalloc:
+        result["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    problem = verify()
+    if failures:
+        problem = f"{failures} export() calls failed" + (f"; {problem}" if problem else "")
+    result["invalid"] = problem
+    shutil.rmtree(store_dir, ignore_errors=True)
+    return result
+
+
+def _verify_disk(path: Path, expected: bytes, count: int) -> str | None:
+    import pyoxigraph
+
+    store = pyoxigraph.Store(str(path))  # also proves shutdown() released the store
+    try:
+        return _verify_store(store, expected, count)
+    finally:
+        del store
+
+
+def _verify_store(store: Any, expected: bytes, count: int) -> str | None:
+    import pyoxigraph
+
+    want = pyoxigraph.Store()
+    want.load(input=expected, format=pyoxigraph.RdfFormat.N_QUADS)
+    have_set, want_set = {str(q) for q in store}, {str(q) for q in want}
+    if have_set == want_set and len(want_set) == count:
+        return None
+    return (f"store holds {len(have_set)} quads, expected {count} "
+            f"({len(want_set - have_set)} missing, {len(have_set - want_set)} unexpected)")
+
+
+def _verify_received(receiver: Receiver, before: int, count: int) -> str | None:
+    deadline = time.monotonic() + 10
+    got = receiver.spans_received() - before
+    while got < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+        got = receiver.spans_received() - before
+    return None if got == count else f"receiver logged {got} spans, expected {count}"
+
+
+def run_forked(timeout: float, func: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``func()`` in a forked child (fresh heap growth, threads and peak RSS), its result as JSON."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read_fd)
+        code = 0
+        try:
+            payload = json.dumps(func()).encode()
+        except BaseException as exc:  # report anything to the parent
+            payload = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+            code = 1
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(payload)
+        os._exit(code)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return {"error": f"timed out after {timeout:.0f} s"}
+            chunk = pipe.read(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    os.waitpid(pid, 0)
+    return json.loads(b"".join(chunks) or b'{"error": "the measurement process died"}')
+
+
+# -- report -------------------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=7500, help="spans to build (at least; default 7500)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each exporter (default 3)")
+    parser.add_argument("--batch-size", type=int, default=512, help="spans per export() (default 512)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per run (default 300)")
+    parser.add_argument("--receiver", choices=("auto", "otelcol-prov", "jaeger", "python"), default="auto",
+                        help="which local receiver (default: a binary if built, else Python)")
+    parser.add_argument("--no-tracemalloc", action="store_true", help="skip the untimed tracemalloc runs")
+    parser.add_argument("--json", type=Path, help="also write all figures to this file")
+    parser.add_argument("--python-receiver", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.python_receiver:
+        python_receiver(args.python_receiver)
+        return 0
+
+    t0 = time.perf_counter()
+    spans = build_spans(args.spans)
+    expected, expected_count = expected_nquads(spans)
+    print(f"spans: {len(spans)} built in {time.perf_counter() - t0:.1f} s "
+          f"({expected_count} distinct quads expected in the store); batches of {args.batch_size}; "
+          f"{args.repeats} timed runs each; {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
+    workdir = Path(tempfile.mkdtemp(prefix="otel-prov-bench-"))
+    receiver = start_receiver(workdir, args.receiver)
+    print(f"receiver: {receiver.kind}, 127.0.0.1:{receiver.port}, separate process")
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ORDER}
+    memory: dict[str, dict[str, Any]] = {}
+    try:
+        for repeat in range(args.repeats):
+            order = ORDER if repeat % 2 == 0 else tuple(reversed(ORDER))
+            for kind in order:
+                result = run_forked(args.timeout, lambda: measure(
+                    kind, spans, args.batch_size, workdir, receiver, expected, expected_count, False))
+                runs[kind].append(result)
+                print(f"  run {repeat + 1} {kind:12s} {_one(result)}", flush=True)
+        if not args.no_tracemalloc:
+            for kind in ORDER:
+                memory[kind] = run_forked(args.timeout, lambda: measure(
+                    kind, spans, args.batch_size, workdir, receiver, expected, expected_count, True))
+    finally:
+        receiver.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return report(runs, memory, len(spans), receiver.kind, args)
+
+
+def _one(result: dict[str, Any]) -> str:
+    if "error" in result:
+        return f"ERROR {result['error']}"
+    text = f"{result['spans_per_s']:9,.0f} spans/s  {result['seconds']:.3f} s  RSS +{result['rss_peak_mib']:.0f} MiB"
+    return text + (f"  INVALID: {result['invalid']}" if result.get("invalid") else "")
+
+
+def report(runs: dict[str, list[dict[str, Any]]], memory: dict[str, dict[str, Any]], count: int,
+           receiver: str, args: argparse.Namespace) -> int:
+    ok = True
+    medians: dict[str, float] = {}
+    print(f"\n{'exporter':42s} {'median spans/s':>14s}  {'runs (spans/s)':30s} {'peak RSS +MiB':>13s} "
+          f"{'tracemalloc MiB':>15s}")
+    for kind in ORDER:
+        good = [r for r in runs[kind] if "error" not in r and not r.get("invalid")]
+        ok &= len(good) == len(runs[kind])
+        rates = [r["spans_per_s"] for r in good]
+        medians[kind] = statistics.median(rates) if rates else float("nan")
+        rss = statistics.median([r["rss_peak_mib"] for r in good]) if good else float("nan")
+        traced = memory.get(kind, {}).get("tracemalloc_peak_mib")
+        print(f"{LABELS[kind]:42s} {medians[kind]:14,.0f}  "
+              f"{', '.join(f'{r:,.0f}' for r in rates):30s} {rss:13.0f} "
+              f"{'-' if traced is None else f'{traced:.1f}':>15s}")
+    print(f"\nratio (a)/(c) on-disk PROV vs OTLP: {medians[PROV_DISK] / medians[OTLP]:.2f}")
+    print(f"ratio (b)/(c) in-memory PROV vs OTLP: {medians[PROV_MEMORY] / medians[OTLP]:.2f}")
+    print(f"receiver: {receiver}")
+    if not ok:
+        print("SOME RUNS FAILED OR WERE INVALID (see above): the figures are not trustworthy")
+    if args.json:
+        args.json.write_text(json.dumps({"spans": count, "batch_size": args.batch_size,
+                                         "receiver": receiver, "runs": runs, "tracemalloc": memory,
+                                         "medians": medians}, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
