@@ -47,6 +47,9 @@ class Writer:
         self._done = 0
         self._closing = False
         self.failures = 0
+        self.consecutive_failures = 0
+        """Failed writes since the last successful one (0 while the store is healthy)."""
+        self.last_error = ""
         self.written_quads = 0
         self._thread = threading.Thread(target=self._run, name="otel-prov-writer", daemon=True)
         self._thread.start()
@@ -71,6 +74,16 @@ class Writer:
             self._pending_bytes += len(op.data)
             self._cv.notify_all()
             return op.seq
+
+    @property
+    def submitted(self) -> int:
+        """The sequence number of the last submission (``wait(writer.submitted)`` waits for all so far)."""
+        return self._submitted
+
+    @property
+    def pending_bytes(self) -> int:
+        """N-Quads bytes submitted and not yet stored."""
+        return self._pending_bytes
 
     def wait(self, seq: int | None = None, timeout: float | None = None) -> bool:
         """Block until everything submitted up to ``seq`` (default: so far) is stored."""
@@ -128,6 +141,8 @@ class Writer:
                     self.written_quads += count
             except Exception as exc:  # the store failed: keep the data, retry
                 self.failures += 1
+                self.consecutive_failures += 1
+                self.last_error = str(exc)
                 if self.failures == 1 or self.failures % 100 == 0:
                     logger.error("otel-prov: writing to the store failed (%d times so far): %s",
                                  self.failures, exc)
@@ -141,6 +156,7 @@ class Writer:
                 delay = min(delay * 2, 5.0)
                 continue
             delay = 0.05
+            self.consecutive_failures = 0
             with self._cv:
                 self._pending_bytes -= sum(len(op.data) for op in ops)
                 self._done = ops[-1].seq

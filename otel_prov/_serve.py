@@ -1,0 +1,509 @@
+"""``otel-prov serve``: an OTLP trace receiver that writes the explainability graph.
+
+Transport-independent core.  :class:`Receiver` maps a decoded ``ExportTraceServiceRequest`` with the
+same :class:`~otel_prov._mapper.TraceMapper` as the SDK exporter, hands the quads to the same
+:class:`~otel_prov._writer.Writer`, and answers only once they are committed to the store, so a
+client's retry covers every failure before the commit.  Back-pressure is a bounded number of
+requests in flight (and a bound on bytes not yet written): past it, and while the store is failing,
+requests are refused as retryable (``UNAVAILABLE`` / HTTP 503) with a retry delay.
+
+The gRPC transport is in :mod:`otel_prov._serve_grpc`, HTTP in :mod:`otel_prov._serve_http`; both
+are started by :class:`Server`.  Settings are parsed in :func:`settings_from` (argument >
+environment variable > default; the table is in docs/collector.md).
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+import math
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ._config import StoreSpec, parse_profile, parse_store
+from ._errors import ConfigError
+from ._mapper import TraceMapper
+from ._mapping import nquads
+from ._problems import ProblemLog
+from ._spans import records_from_otlp
+from ._store import QuadStore, open_store
+from ._writer import Writer
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest request accepted (after decompression), as the OTLP specification recommends."""
+
+ENV_HOST = "OTEL_PROV_SERVE_HOST"
+ENV_GRPC_PORT = "OTEL_PROV_SERVE_GRPC_PORT"
+ENV_HTTP_PORT = "OTEL_PROV_SERVE_HTTP_PORT"
+ENV_TOKEN = "OTEL_PROV_SERVE_TOKEN"
+ENV_TLS_CERT = "OTEL_PROV_SERVE_TLS_CERT"
+ENV_TLS_KEY = "OTEL_PROV_SERVE_TLS_KEY"
+ENV_MAX_INFLIGHT = "OTEL_PROV_SERVE_MAX_INFLIGHT"
+ENV_ACK_TIMEOUT = "OTEL_PROV_SERVE_ACK_TIMEOUT"
+ENV_DRAIN_TIMEOUT = "OTEL_PROV_SERVE_DRAIN_TIMEOUT"
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_GRPC_PORT = 4317
+DEFAULT_HTTP_PORT = 4318
+DEFAULT_MAX_INFLIGHT = 64
+DEFAULT_ACK_TIMEOUT = 30.0
+DEFAULT_DRAIN_TIMEOUT = 30.0
+DEFAULT_MAX_PENDING_BYTES = 128 * 1024 * 1024
+"""Past this many N-Quads bytes not yet written, new requests are refused (retryable)."""
+
+RETRY_BUSY_SECONDS = 1.0
+"""Retry delay suggested when the in-flight bound is reached."""
+RETRY_STORE_SECONDS = 5.0
+"""Retry delay suggested while the store is failing."""
+RETRY_DRAINING_SECONDS = 5.0
+_STORE_FAILING_GRACE = 0.5
+"""A waiting request answers UNAVAILABLE once the store has been failing this long (seconds)."""
+
+OFF = "off"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """Everything ``otel-prov serve`` needs; a port of ``None`` turns that transport off, 0 picks a
+    free one."""
+
+    store: StoreSpec
+    profile: str
+    host: str = DEFAULT_HOST
+    grpc_port: int | None = DEFAULT_GRPC_PORT
+    http_port: int | None = DEFAULT_HTTP_PORT
+    token: str | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES
+    ack_timeout: float = DEFAULT_ACK_TIMEOUT
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _port(value: str | int | None, env: str, default: int) -> int | None:
+    text = str(value) if value is not None else (_env(env) or str(default))
+    if text.lower() == OFF:
+        return None
+    try:
+        port = int(text)
+    except ValueError:
+        raise ConfigError(f"port {text!r} ({env}): expected a number 0-65535 or '{OFF}'") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port {port} ({env}): expected 0-65535 (0 = any free port) or '{OFF}'")
+    return port
+
+
+def _number(value: float | int | None, env: str, default: float, *, minimum: float) -> float:
+    text = str(value) if value is not None else (_env(env) or str(default))
+    try:
+        number = float(text)
+    except ValueError:
+        raise ConfigError(f"{env}={text!r}: expected a number") from None
+    if not number >= minimum:
+        raise ConfigError(f"{env}={text!r}: expected a number >= {minimum:g}")
+    return number
+
+
+def settings_from(
+    *,
+    store: str | None = None,
+    profile: str | None = None,
+    host: str | None = None,
+    grpc_port: str | int | None = None,
+    http_port: str | int | None = None,
+    token: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    max_inflight: int | None = None,
+    ack_timeout: float | None = None,
+    drain_timeout: float | None = None,
+) -> ServeSettings:
+    """Arguments (``None`` = not given) over environment variables over defaults."""
+    cert = tls_cert or _env(ENV_TLS_CERT)
+    key = tls_key or _env(ENV_TLS_KEY)
+    if bool(cert) != bool(key):
+        raise ConfigError(f"TLS needs both a certificate and a key (--tls-cert/{ENV_TLS_CERT} and "
+                          f"--tls-key/{ENV_TLS_KEY}); only one was given")
+    for path in (cert, key):
+        if path and not os.path.isfile(path):
+            raise ConfigError(f"TLS file {path!r} does not exist")
+    settings = ServeSettings(
+        store=parse_store(store),
+        profile=parse_profile(profile),
+        host=host or _env(ENV_HOST) or DEFAULT_HOST,
+        grpc_port=_port(grpc_port, ENV_GRPC_PORT, DEFAULT_GRPC_PORT),
+        http_port=_port(http_port, ENV_HTTP_PORT, DEFAULT_HTTP_PORT),
+        token=token or _env(ENV_TOKEN),
+        tls_cert=Path(cert) if cert else None,
+        tls_key=Path(key) if key else None,
+        max_inflight=int(_number(max_inflight, ENV_MAX_INFLIGHT, DEFAULT_MAX_INFLIGHT, minimum=1)),
+        ack_timeout=_number(ack_timeout, ENV_ACK_TIMEOUT, DEFAULT_ACK_TIMEOUT, minimum=0.1),
+        drain_timeout=_number(drain_timeout, ENV_DRAIN_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, minimum=0),
+    )
+    if settings.grpc_port is None and settings.http_port is None:
+        raise ConfigError("both transports are off: give a gRPC or an HTTP port")
+    return settings
+
+
+# -- outcomes -------------------------------------------------------------------------------------
+
+
+class Answer(enum.Enum):
+    OK = "ok"
+    INVALID = "invalid"            # gRPC INVALID_ARGUMENT, HTTP 400: never retry
+    UNAVAILABLE = "unavailable"    # gRPC UNAVAILABLE + RetryInfo, HTTP 503 + Retry-After: retry
+    UNAUTHENTICATED = "unauthenticated"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    answer: Answer
+    message: str = ""
+    rejected_spans: int = 0
+    retry_after: float = 0.0
+
+    @property
+    def retry_after_seconds(self) -> int:
+        """Whole seconds for HTTP ``Retry-After``."""
+        return max(1, math.ceil(self.retry_after))
+
+
+def _unavailable(message: str, delay: float) -> Outcome:
+    return Outcome(Answer.UNAVAILABLE, message, retry_after=delay)
+
+
+@dataclass
+class ReceiverStats:
+    requests: int = 0
+    acknowledged_requests: int = 0
+    spans_acknowledged: int = 0
+    spans_rejected: int = 0
+    quads_submitted: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "acknowledged_requests": self.acknowledged_requests,
+            "spans_acknowledged": self.spans_acknowledged,
+            "spans_rejected": self.spans_rejected,
+            "quads_submitted": self.quads_submitted,
+            "refused": dict(self.refused),
+        }
+
+
+# -- the receiver ---------------------------------------------------------------------------------
+
+
+class Receiver:
+    """Thread-safe; one per server.  Owns the writer (and closes the store with :meth:`close`)."""
+
+    def __init__(
+        self,
+        store: QuadStore,
+        profile: str,
+        *,
+        token: str | None = None,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        ack_timeout: float = DEFAULT_ACK_TIMEOUT,
+        rescue_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self._token = token.encode("utf-8") if token else None
+        self._max_inflight = max_inflight
+        self._max_pending_bytes = max_pending_bytes
+        self._ack_timeout = ack_timeout
+        self._writer = Writer(store, rescue_dir=rescue_dir)
+        self._mapper = TraceMapper(profile)
+        self.problems = ProblemLog(logger, "otel-prov serve")
+        self.stats = ReceiverStats()
+        self._cv = threading.Condition()
+        self._submit_lock = threading.Lock()
+        self._inflight = 0
+        self._active = 0
+        self._draining = False
+        self._closed = False
+
+    # -- authentication ---------------------------------------------------------------------------
+
+    def authorized(self, header: str | None) -> bool:
+        """Whether an ``authorization`` header value is acceptable (always, without a token)."""
+        if self._token is None:
+            return True
+        if not header:
+            return False
+        scheme, _, value = header.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(value.strip().encode("utf-8"), self._token)
+
+    def refuse_unauthenticated(self, has_header: bool) -> Outcome:
+        kind = "wrong bearer token" if has_header else "no bearer token"
+        self._refused(f"request refused: {kind}")
+        return Outcome(Answer.UNAUTHENTICATED, "a valid 'authorization: Bearer <token>' header is required")
+
+    def refuse_invalid(self, kind: str, detail: str) -> Outcome:
+        """An undecodable request (never retried by the client)."""
+        self._refused(f"request refused: {kind}")
+        return Outcome(Answer.INVALID, f"{kind}: {detail}")
+
+    def _refused(self, kind: str) -> None:
+        with self._cv:
+            self.stats.requests += 1
+            self.stats.refused[kind] += 1
+        self.problems.report([kind])
+
+    # -- the request lifecycle --------------------------------------------------------------------
+
+    def begin(self) -> bool:
+        """A transport starts handling a request; False while draining (answer UNAVAILABLE)."""
+        with self._cv:
+            if self._draining:
+                return False
+            self._active += 1
+            return True
+
+    def end(self) -> None:
+        with self._cv:
+            self._active -= 1
+            self._cv.notify_all()
+
+    def draining_outcome(self) -> Outcome:
+        self._refused("request refused: shutting down")
+        return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
+
+    def ingest(self, request: ExportTraceServiceRequest, deadline: float | None = None) -> Outcome:
+        """Map and store one request; returns after its quads are committed, or with a refusal.
+
+        ``deadline`` (``time.monotonic()`` seconds) shortens the wait for the commit (a client's
+        gRPC deadline); the default is the receiver's ack timeout.
+        """
+        refusal = self._admit()
+        if refusal is not None:
+            return refusal
+        try:
+            return self._ingest(request, deadline)
+        except Exception:
+            kind = "unexpected error while ingesting (see the first traceback)"
+            if self.problems.counts[kind] == 0:
+                logger.exception("otel-prov serve: unexpected error")
+            self.problems.report([kind])
+            return _unavailable("internal error in the receiver; retry", RETRY_STORE_SECONDS)
+        finally:
+            with self._cv:
+                self._inflight -= 1
+                self._cv.notify_all()
+
+    def _admit(self) -> Outcome | None:
+        writer = self._writer
+        with self._cv:
+            self.stats.requests += 1
+            if self._closed:
+                kind, outcome = "shutting down", _unavailable("the receiver is closed", RETRY_DRAINING_SECONDS)
+            elif writer.consecutive_failures:
+                kind = "store failing"
+                outcome = _unavailable(f"the store is failing ({writer.last_error}); retry later",
+                                       RETRY_STORE_SECONDS)
+            elif self._inflight >= self._max_inflight or writer.pending_bytes > self._max_pending_bytes:
+                kind = "too many requests in flight"
+                outcome = _unavailable("too many requests in flight; retry", RETRY_BUSY_SECONDS)
+            else:
+                self._inflight += 1
+                return None
+            self.stats.refused[f"request refused: {kind}"] += 1
+        self.problems.report([f"request refused: {kind}"])
+        return outcome
+
+    def _ingest(self, request: ExportTraceServiceRequest, deadline: float | None) -> Outcome:
+        records, rejected = records_from_otlp(request.resource_spans)
+        with self._submit_lock:  # removals and additions reach the writer in mapping order
+            update = self._mapper.map(records)
+            if update.remove:
+                self._writer.remove(update.remove)
+            if update.add:
+                self._writer.add(nquads(update.add), len(update.add))
+            # Wait for everything submitted so far, not only this request's quads: a retried
+            # request may map to nothing new while its first attempt is still queued.
+            seq = self._writer.submitted
+        problems = list(update.problems)
+        if rejected:
+            problems.append("spans rejected: invalid trace or span id")
+        if problems:
+            self.problems.report(problems)
+        failure = self._await(seq, deadline)
+        if failure is not None:
+            return failure
+        with self._cv:
+            self.stats.acknowledged_requests += 1
+            self.stats.spans_acknowledged += len(records)
+            self.stats.spans_rejected += len(rejected)
+            self.stats.quads_submitted += len(update.add)
+        if rejected:
+            message = f"{len(rejected)} span(s) rejected: {rejected[0]}"
+            if len(rejected) > 1:
+                message += f" (and {len(rejected) - 1} more)"
+            return Outcome(Answer.OK, message, rejected_spans=len(rejected))
+        return Outcome(Answer.OK)
+
+    def _await(self, seq: int, deadline: float | None) -> Outcome | None:
+        """None once ``seq`` is committed; an UNAVAILABLE outcome if the store fails or is too slow."""
+        start = time.monotonic()
+        limit = start + self._ack_timeout
+        if deadline is not None:
+            limit = min(limit, deadline)
+        failing_since: float | None = None
+        while True:
+            before = time.monotonic()
+            if self._writer.wait(seq, timeout=0.05):
+                return None
+            now = time.monotonic()
+            if now - before < 0.04:  # wait() returned at once: the writer thread is gone
+                self._refused_inflight("writer stopped")
+                return _unavailable("the receiver's writer has stopped; retry", RETRY_STORE_SECONDS)
+            if self._writer.consecutive_failures:
+                failing_since = failing_since or now
+                if now - failing_since >= _STORE_FAILING_GRACE:
+                    self._refused_inflight("store failing")
+                    return _unavailable(f"the store is failing ({self._writer.last_error}); retry later",
+                                        RETRY_STORE_SECONDS)
+            else:
+                failing_since = None
+            if now >= limit:
+                self._refused_inflight("store too slow (ack timeout)")
+                return _unavailable("the store did not commit in time; retry", RETRY_BUSY_SECONDS)
+
+    def _refused_inflight(self, kind: str) -> None:
+        """A request admitted but answered UNAVAILABLE (its quads may still be written later;
+        the client's retry is idempotent)."""
+        with self._cv:
+            self.stats.refused[f"request not acknowledged: {kind}"] += 1
+        self.problems.report([f"request not acknowledged: {kind}"])
+
+    # -- health and shutdown ----------------------------------------------------------------------
+
+    def healthy(self) -> bool:
+        return not self._draining and not self._closed and not self._writer.consecutive_failures
+
+    def health(self) -> dict[str, Any]:
+        status = "ok" if self.healthy() else ("draining" if self._draining else "store failing")
+        with self._cv:
+            info: dict[str, Any] = {"status": status, "in_flight": self._inflight}
+            info.update(self.stats.as_dict())
+        info["store_failures"] = self._writer.failures
+        info["quads_written"] = self._writer.written_quads
+        info["problems"] = dict(self.problems.counts)
+        return info
+
+    def drain(self, timeout: float) -> bool:
+        """Refuse new requests and wait until those in flight are answered."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            self._draining = True
+            while self._active > 0 or self._inflight > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cv.wait(remaining)
+        return True
+
+    def close(self) -> bool:
+        """Store what is queued and release the store.  Returns whether everything was stored."""
+        with self._cv:
+            if self._closed:
+                return True
+            self._closed = True
+            self._draining = True
+        ok = self._writer.close()
+        if not ok:
+            logger.error("otel-prov serve: the writer did not finish at shutdown")
+        try:
+            self.store.close()
+        except Exception as exc:
+            logger.error("otel-prov serve: closing the store failed: %s", exc)
+            ok = False
+        return ok
+
+
+def open_receiver(settings: ServeSettings) -> Receiver:
+    store = open_store(settings.store)
+    rescue_dir = settings.store.path.parent if settings.store.path else None
+    return Receiver(
+        store,
+        settings.profile,
+        token=settings.token,
+        max_inflight=settings.max_inflight,
+        max_pending_bytes=settings.max_pending_bytes,
+        ack_timeout=settings.ack_timeout,
+        rescue_dir=rescue_dir,
+    )
+
+
+# -- the server: both transports around one receiver ----------------------------------------------
+
+
+class Server:
+    """Starts the gRPC and HTTP transports of ``settings`` around one :class:`Receiver`."""
+
+    def __init__(self, settings: ServeSettings, receiver: Receiver | None = None) -> None:
+        from ._serve_grpc import GrpcTransport
+        from ._serve_http import HttpTransport
+
+        self.settings = settings
+        self.receiver = receiver or open_receiver(settings)
+        self.grpc: GrpcTransport | None = None
+        self.http: HttpTransport | None = None
+        self._stopped = False
+        try:
+            if settings.grpc_port is not None:
+                self.grpc = GrpcTransport(self.receiver, settings)
+            if settings.http_port is not None:
+                self.http = HttpTransport(self.receiver, settings)
+        except BaseException:
+            self.stop(0)
+            raise
+
+    @property
+    def grpc_address(self) -> str | None:
+        return f"{_host(self.settings.host)}:{self.grpc.port}" if self.grpc else None
+
+    @property
+    def http_address(self) -> str | None:
+        return f"{_host(self.settings.host)}:{self.http.port}" if self.http else None
+
+    def stop(self, drain_timeout: float | None = None) -> bool:
+        """Drain in-flight requests, stop both transports, store what is queued, release the store.
+        Returns whether every in-flight request was answered and everything was stored."""
+        if self._stopped:
+            return True
+        self._stopped = True
+        timeout = self.settings.drain_timeout if drain_timeout is None else drain_timeout
+        drained = self.receiver.drain(timeout)
+        if self.grpc is not None:
+            self.grpc.stop(grace=1.0)
+        if self.http is not None:
+            self.http.stop()
+        if not drained:
+            logger.error("otel-prov serve: requests still in flight after %.1f s of draining", timeout)
+        stored = self.receiver.close()
+        return drained and stored
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
