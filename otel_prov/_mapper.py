@@ -1,89 +1,213 @@
-"""The mapping with the little state it needs: a trace's standard GenAI spans.
+"""The mapping with the little state it needs: the span trees of standard GenAI traces.
 
 Spans with our attributes are mapped one at a time by the pure :func:`otel_prov._mapping.map_span`.
 Standard GenAI agent traces (``invoke_agent`` with ``execute_tool`` descendants, no ``otel_prov.*``
-attributes) need their whole tree to number the steps, so their spans are kept per trace and the
-trace's graph is recomputed (by the pure :func:`otel_prov._genai.map_genai_trace`) whenever one of
-its spans arrives; the update removes what is no longer true and adds what is new.  Both paths are
-order-independent and idempotent.
+attributes) need their tree to find each tool call's agent and number the steps, and a tree arrives
+in pieces, children first, over many batches.  So every span is remembered per trace -- the agent
+and tool spans with the attributes the mapping reads, every other span as a skeleton (ids, parent,
+name, start) -- and a trace's graph is recomputed (by the pure
+:func:`otel_prov._genai.map_genai_trace`) when a span arrives that can change it.  The update
+removes what is no longer true and adds what is new, so the store always holds the graph of the
+spans seen so far, whatever their order, grouping and repetition.
+
+Memory is bounded (:data:`MAX_TRACES`, :data:`MAX_SPANS`, :data:`MAX_SPANS_PER_TRACE`,
+:data:`MAX_BYTES`).  Past a bound the least recently updated trace is forgotten -- traces without
+agent or tool spans first.  Its quads stay in the store; a GenAI trace that is forgotten is
+remembered as such (its later spans are not mapped, so a half-known tree never rewrites a correct
+graph), and forgetting one whose spans still waited for their parents is reported as a problem.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from ._genai import genai_relevant, map_genai_trace
+from ._genai import genai_relevant, map_genai_trace, trace_view, view_size
 from ._mapping import Mapped, Quad, is_prov_span, map_span
 from ._spans import SpanRecord
 
+logger = logging.getLogger(__name__)
+
 MAX_TRACES = 10_000
-"""GenAI traces whose spans are remembered (least recently updated are forgotten first)."""
+"""Traces whose span trees are remembered."""
+MAX_SPANS = 200_000
+"""Spans remembered over all traces (a skeleton is about 300 bytes)."""
 MAX_SPANS_PER_TRACE = 10_000
+"""Spans remembered of one trace; later spans of a bigger trace are not used for GenAI mapping."""
+MAX_BYTES = 64 * 1024 * 1024
+"""Rough bytes remembered over all traces (skeletons, plus the text of agent and tool spans)."""
+
+TRACE_TOO_BIG = "trace with more spans than the mapper keeps per trace: the rest are not used for GenAI mapping"
+FORGOTTEN_WAITING = ("GenAI trace forgotten (mapper memory bound reached) while some of its spans "
+                     "waited for their parents: those spans are not mapped")
+LATE_SPAN = "span of a GenAI trace already forgotten (mapper memory bound reached): not mapped"
 
 
 @dataclass
 class Update:
+    """What to do to the store after a batch of spans: remove, then add."""
+
     add: list[Quad] = field(default_factory=list)
     remove: list[Quad] = field(default_factory=list)
     mapped: int = 0
+    """Spans of the batch that are part of a flow (ours, or a GenAI agent or tool call)."""
     ignored: int = 0
+    """Spans of the batch that are part of no flow (chat, HTTP, ...)."""
+    waiting: int = 0
+    """Agent and tool spans of the batch's traces that still wait for missing parents."""
     problems: list[str] = field(default_factory=list)
 
 
 @dataclass
 class _Trace:
-    spans: dict[int, SpanRecord] = field(default_factory=dict)
+    nodes: dict[int, SpanRecord] = field(default_factory=dict)
+    relevant: int = 0
+    size: int = 0
+    waiting: int = 0
     quads: frozenset[Quad] = frozenset()
+    problems: Counter[str] = field(default_factory=Counter)
 
 
 class TraceMapper:
     """Thread-safe.  One per exporter or receiver."""
 
-    def __init__(self, profile: str) -> None:
+    def __init__(self, profile: str, *, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
+                 max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES) -> None:
         self.profile = profile
-        self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        self.max_traces = max_traces
+        self.max_spans = max_spans
+        self.max_spans_per_trace = max_spans_per_trace
+        self.max_bytes = max_bytes
+        self._plain: OrderedDict[int, _Trace] = OrderedDict()
+        """Traces without agent or tool spans (so far), least recently updated first."""
+        self._genai: OrderedDict[int, _Trace] = OrderedDict()
+        self._forgotten: OrderedDict[int, None] = OrderedDict()
+        self._spans = 0
+        self._bytes = 0
+        self.forgotten_traces = 0
+        self.dropped_spans = 0
         self._lock = threading.Lock()
 
     def map(self, records: Iterable[SpanRecord]) -> Update:
         direct = Mapped()
-        genai: dict[int, list[SpanRecord]] = {}
+        by_trace: dict[int, list[SpanRecord]] = {}
         for rec in records:
             if is_prov_span(rec):
                 map_span(rec, self.profile, direct)
-            else:
-                genai.setdefault(rec.trace_id, []).append(rec)
+            by_trace.setdefault(rec.trace_id, []).append(rec)
         update = Update(add=direct.quads, mapped=direct.mapped, ignored=direct.ignored,
                         problems=direct.problems)
-        if genai:
+        if by_trace:
             with self._lock:
-                for trace_id, recs in genai.items():
+                for trace_id, recs in by_trace.items():
                     self._update_trace(trace_id, recs, update)
+                    self._evict(trace_id, update)
         return update
 
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "traces": len(self._plain) + len(self._genai),
+                "genai_traces": len(self._genai),
+                "spans": self._spans,
+                "bytes": self._bytes,
+                "forgotten_traces": self.forgotten_traces,
+                "dropped_spans": self.dropped_spans,
+            }
+
+    # -- one trace --------------------------------------------------------------------------------
+
     def _update_trace(self, trace_id: int, recs: list[SpanRecord], update: Update) -> None:
-        trace = self._traces.get(trace_id)
-        if trace is None:
-            if not any(genai_relevant(r) for r in recs):
-                update.ignored += len(recs)
-                return
-            trace = self._traces[trace_id] = _Trace()
-            while len(self._traces) > MAX_TRACES:
-                self._traces.popitem(last=False)
-        else:
-            self._traces.move_to_end(trace_id)
+        if trace_id in self._forgotten:
+            for rec in recs:
+                if genai_relevant(rec):
+                    update.problems.append(LATE_SPAN)
+                elif not is_prov_span(rec):
+                    update.ignored += 1
+            return
+        trace = self._touch(trace_id)
+        new_relevant = new_structure = False
         for rec in recs:
-            if len(trace.spans) < MAX_SPANS_PER_TRACE or rec.span_id in trace.spans:
-                trace.spans[rec.span_id] = rec
-            else:
-                update.problems.append(f"trace with more than {MAX_SPANS_PER_TRACE} spans")
-        result = map_genai_trace(list(trace.spans.values()), self.profile)
+            known = trace.nodes.get(rec.span_id)
+            if known is None:
+                if len(trace.nodes) >= self.max_spans_per_trace:
+                    update.problems.append(TRACE_TOO_BIG)
+                    self.dropped_spans += 1
+                    continue
+                known, relevant = trace_view(rec)
+                size = view_size(known)
+                trace.nodes[rec.span_id] = known
+                trace.size += size
+                self._bytes += size
+                self._spans += 1
+                if relevant:
+                    trace.relevant += 1
+                    new_relevant = True
+                else:
+                    new_structure = True
+            if not is_prov_span(rec):
+                if genai_relevant(known):
+                    update.mapped += 1
+                else:
+                    update.ignored += 1
+        if trace.relevant and trace_id in self._plain:
+            self._genai[trace_id] = self._plain.pop(trace_id)
+        # A skeleton can change the graph only by filling a gap under a waiting span.
+        if new_relevant or (new_structure and trace.waiting):
+            self._recompute(trace, update)
+        update.waiting += trace.waiting
+
+    def _touch(self, trace_id: int) -> _Trace:
+        for traces in (self._genai, self._plain):
+            trace = traces.get(trace_id)
+            if trace is not None:
+                traces.move_to_end(trace_id)
+                return trace
+        trace = self._plain[trace_id] = _Trace()
+        return trace
+
+    def _recompute(self, trace: _Trace, update: Update) -> None:
+        result = map_genai_trace(list(trace.nodes.values()), self.profile)
         new = frozenset(result.quads)
         update.remove.extend(trace.quads - new)
         update.add.extend(new - trace.quads)
         trace.quads = new
-        update.mapped += sum(1 for r in recs if genai_relevant(r))
-        update.ignored += sum(1 for r in recs if not genai_relevant(r))
-        update.problems.extend(result.problems)
+        trace.waiting = result.waiting
+        # Problems of a trace are reported once, not at every recomputation.
+        counts = Counter(result.problems)
+        update.problems.extend((counts - trace.problems).elements())
+        trace.problems |= counts
+
+    # -- memory bound -------------------------------------------------------------------------------
+
+    def _over(self) -> bool:
+        return (len(self._plain) + len(self._genai) > self.max_traces
+                or self._spans > self.max_spans or self._bytes > self.max_bytes)
+
+    def _evict(self, keep: int, update: Update) -> None:
+        while self._over():
+            victim = None
+            for traces in (self._plain, self._genai):
+                victim = next((t for t in traces if t != keep), None)
+                if victim is not None:
+                    self._forget(victim, traces.pop(victim), update)
+                    break
+            if victim is None:
+                return
+
+    def _forget(self, trace_id: int, trace: _Trace, update: Update) -> None:
+        self._spans -= len(trace.nodes)
+        self._bytes -= trace.size
+        self.forgotten_traces += 1
+        if trace.relevant:
+            self._forgotten[trace_id] = None
+            while len(self._forgotten) > self.max_traces:
+                self._forgotten.popitem(last=False)
+        if trace.waiting:
+            update.problems.append(FORGOTTEN_WAITING)
+        logger.debug("otel-prov mapper: memory bound reached, forgot trace %032x (%d spans, %d quads)",
+                     trace_id, len(trace.nodes), len(trace.quads))
