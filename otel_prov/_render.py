@@ -1,0 +1,238 @@
+"""Rendering of traces read back by :mod:`otel_prov._cli_read`: text (TrustGraph's layout, with
+thoughts, unknown steps, sub-traces and the status shown), JSON, Turtle, and the session table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyoxigraph
+
+from ._cli_read import (
+    AGENT,
+    COMPLETE,
+    DOC_RAG,
+    FAILED,
+    UNFINISHED,
+    SelectedEdge,
+    SessionRow,
+    Step,
+    Trace,
+    local_name,
+    step_title,
+)
+from ._vocab import PREFIXES
+
+QUESTION_WIDTH = 45
+"""The list's Question column is cut to this many characters (as TrustGraph's)."""
+EMPTY = "No explainability sessions found."
+_HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime"}
+_SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
+             "observation": "Observation"}
+
+
+def jaeger_link(base: str | None, trace_id: str | None) -> str | None:
+    if not base or not trace_id:
+        return None
+    return f"{base.rstrip('/')}/trace/{trace_id}"
+
+
+# -- list -----------------------------------------------------------------------------------------
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def session_table(rows: Sequence[SessionRow]) -> str:
+    """``Session ID | Type | Question | Time``; an unfinished or failed session is marked in the
+    Type column (``Agent (unfinished)``)."""
+    if not rows:
+        return EMPTY + "\n"
+    header = ("Session ID", "Type", "Question", "Time")
+    body = [(r.id, r.type if r.status == COMPLETE else f"{r.type} ({r.status})",
+             _cut(r.question, QUESTION_WIDTH), r.time or "") for r in rows]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(4)]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"
+
+
+def session_json(rows: Sequence[SessionRow]) -> str:
+    return json.dumps([r.as_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+# -- show: text -----------------------------------------------------------------------------------
+
+
+def _indent(text: str, prefix: str) -> list[str]:
+    return [prefix + line if line else prefix.rstrip() for line in text.splitlines() or [""]]
+
+
+def _field(name: str, value: str, indent: str = "  ") -> list[str]:
+    lines = value.splitlines() or [""]
+    if len(lines) == 1:
+        return [f"{indent}{name}: {lines[0]}"]
+    return [f"{indent}{name}:", *_indent(value, indent + "  ")]
+
+
+def _pretty_json(text: str) -> str | None:
+    try:
+        return json.dumps(json.loads(text), indent=4, ensure_ascii=False)
+    except ValueError:
+        return None
+
+
+def _term(value: str) -> str:
+    return local_name(value) if value.startswith(("http://", "https://", "urn:")) else json.dumps(value)
+
+
+def _edge_text(index: int, edge: SelectedEdge) -> list[str]:
+    what = f"({', '.join(_term(v) for v in edge.edge)})" if edge.edge else f"(no edge recorded on {edge.iri})"
+    lines = [f"  {index}. {what}"]
+    if edge.reasoning:
+        lines.append(f"     Reasoning: {edge.reasoning}")
+    return lines
+
+
+def _analysis(step: Step) -> list[str]:
+    lines = []
+    for name, label in _SHOWN_AS.items():
+        value = step.value(name)
+        if value is None:
+            if name == "action":
+                lines.append(f"  Action: {'(none: this cycle answered)' if step.value('thought') else 'N/A'}")
+            continue
+        if name == "arguments":
+            pretty = _pretty_json(value)
+            if pretty is not None:
+                lines.append("  Arguments:")
+                lines += _indent(pretty, "    ")
+                continue
+        lines += _field(label, value)
+    return lines
+
+
+def _step_lines(step: Step, trace: Trace, jaeger: str | None, depth: int) -> list[str]:
+    title = {"Focus": "Focus (Edge Selection)"}.get(step.kind, step_title(step))
+    lines = [f"--- {title} ---"]
+    if step.kind == "Analysis":
+        lines += _analysis(step)
+    elif step.kind == "Exploration":
+        if step.value("chunkCount") is not None or trace.type == DOC_RAG:
+            chunks = step.values.get("selectedChunk", [])
+            lines.append(f"Retrieved {step.value('chunkCount') or len(chunks)} chunks from document store")
+            if chunks:
+                lines.append(f"  Chunks: {', '.join(chunks)}")
+        else:
+            lines.append(f"Retrieved {step.value('edgeCount') or 0} edges from knowledge graph")
+    elif step.kind == "Focus":
+        lines.append(f"Selected {len(step.edges)} edges:")
+        for i, edge in enumerate(step.edges, 1):
+            lines.append("")
+            lines += _edge_text(i, edge)
+    elif step.kind in ("Conclusion", "Synthesis"):
+        answer = step.value("answer") if step.kind == "Conclusion" else step.value("content")
+        lines += ["Answer:", *_indent(answer or "(empty)", "  ")]
+    else:  # a step this viewer does not know: show what it has
+        shown = {k: v for k, v in step.values.items() if k not in _HIDDEN}
+        lines.append(f"  Node: {step.iri}")
+        for name, values in sorted(shown.items()):
+            for value in values:
+                lines += _field(name, value)
+    if step.error:
+        lines.append(f"  Error: {step.error}")
+    for sub in step.subtraces:
+        lines.append(f"  Sub-trace ({sub.type}, derived from this step):")
+        lines += _indent("\n".join(trace_lines(sub, jaeger, depth + 1)), "    ")
+    lines.append("")
+    return lines
+
+
+def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list[str]:
+    """The text of ``otel-prov show``, as lines."""
+    lines = [f"=== {trace.type} Session: {trace.id} ===", ""]
+    lines += _field("Question", trace.question, "")
+    if trace.time:
+        lines.append(f"Time: {trace.time}")
+    if trace.trace_id:
+        lines.append(f"Trace ID: {trace.trace_id}")
+        link = jaeger_link(jaeger, trace.trace_id)
+        if link and depth == 0:
+            lines.append(f"Jaeger: {link}")
+    if trace.collection and depth == 0:
+        lines.append(f"Collection: {trace.collection}")
+    if trace.derived_from:
+        lines.append(f"Derived from: {trace.derived_from}")
+    for error in trace.errors:
+        lines.append(f"Error: {error}")
+    lines.append("")
+    for step in trace.steps:
+        lines += _step_lines(step, trace, jaeger, depth)
+    for sub in trace.subtraces:
+        lines.append(f"--- Sub-trace ({sub.type}) ---")
+        lines += _indent("\n".join(trace_lines(sub, jaeger, depth + 1)), "  ")
+        lines.append("")
+    if not trace.steps:
+        lines += ["No trace steps recorded", ""]
+    if trace.status == UNFINISHED:
+        end = "Conclusion" if trace.type == AGENT else "Synthesis"
+        lines += ["--- Unfinished ---",
+                  f"No {end} recorded: the session is still running, or it stopped before answering.", ""]
+    elif trace.status == FAILED:
+        lines += ["--- Failed ---", "A step recorded an error (see above).", ""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def trace_text(trace: Trace, jaeger: str | None = None) -> str:
+    return "\n".join(trace_lines(trace, jaeger)) + "\n"
+
+
+# -- show: json / turtle ----------------------------------------------------------------------------
+
+
+def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
+    return {
+        "id": trace.id,
+        "type": trace.type,
+        "question": trace.question,
+        "time": trace.time,
+        "trace_id": trace.trace_id,
+        "jaeger_url": jaeger_link(jaeger, trace.trace_id),
+        "collection": trace.collection,
+        "status": trace.status,
+        "derived_from": trace.derived_from,
+        "errors": trace.errors,
+        "steps": [_step_dict(s, jaeger) for s in trace.steps],
+        "subtraces": [trace_dict(s, jaeger) for s in trace.subtraces],
+    }
+
+
+def _step_dict(step: Step, jaeger: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": step.iri, "kind": step.kind}
+    if step.number is not None:
+        out["number"] = step.number
+    for name, values in sorted(step.values.items()):
+        out[name] = values if name == "selectedChunk" or len(values) > 1 else values[0]
+    if step.edges:
+        out["selectedEdges"] = [{"id": e.iri, "edge": list(e.edge) if e.edge else None,
+                                 "reasoning": e.reasoning} for e in step.edges]
+    out["subtraces"] = [trace_dict(s, jaeger) for s in step.subtraces]
+    return out
+
+
+def trace_json(trace: Trace, jaeger: str | None = None) -> str:
+    return json.dumps(trace_dict(trace, jaeger), indent=2, ensure_ascii=False) + "\n"
+
+
+def triples_turtle(triples: Iterable[tuple[str, str, Any]]) -> str:
+    """Triples as read by :meth:`TraceReader.triples` (subject and predicate IRIs as text)."""
+    items = sorted(
+        (pyoxigraph.Triple(pyoxigraph.NamedNode(s), pyoxigraph.NamedNode(p), o) for s, p, o in triples),
+        key=str)
+    data = pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.TURTLE, prefixes=PREFIXES)
+    return (data or b"").decode("utf-8")
