@@ -424,7 +424,7 @@ def prov_graph(trace: Trace, triples: Iterable[tuple[str, str, Any]]) -> ProvGra
             shape, title, detail = "agent", "Agent", _first(by_p, RDFS.label) or local_name(iri)
         elif str(PROV.Activity) in types:
             shape = "activity"
-            title, detail = labels.get(iri, ("Activity", local_name(iri)))
+            title, detail = labels.get(iri) or ("Activity", _activity_detail(iri, props, labels))
         else:
             shape = "entity"
             title, detail = labels.get(iri, (_kind(by_p), ""))
@@ -434,6 +434,16 @@ def prov_graph(trace: Trace, triples: Iterable[tuple[str, str, Any]]) -> ProvGra
                     for p in _RELATIONS for o in by_p.get(p, []) if _text(o) in known})
     nodes.sort(key=lambda n: n.iri)
     return ProvGraph(nodes, links)
+
+
+def _activity_detail(iri: str, props: dict[str, dict[str, list[Any]]],
+                     labels: dict[str, tuple[str, str]]) -> str:
+    """What a strict-profile activity generated ("generated Analysis 2"), else its local name."""
+    made = sorted(labels[s][0] for s, by_p in props.items() if s in labels
+                  and any(_text(o) == iri for o in by_p.get(str(PROV.wasGeneratedBy), [])))
+    if iri.endswith("/session"):
+        return "the session" + (f" (generated {', '.join(made)})" if made else "")
+    return f"generated {', '.join(made)}" if made else local_name(iri)
 
 
 def _label_trace(trace: Trace, labels: dict[str, tuple[str, str]]) -> None:

@@ -181,12 +181,17 @@ def _arrow(s: _Box, o: _Box, relation: str) -> str:
         x2, y2 = o.x - side * o.w / 2, o.y + o.h / 2
         path = f"M{x1:.1f},{y1:.1f} L{x2 - side * 2:.1f},{y2:.1f}"
     lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+    if o.rank < s.rank and abs(x1 - x2) > 1:  # a curve: label it near its lower end
+        t, mid = 0.25, (y1 + y2) / 2
+        a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+        lx, ly = (a + b) * x1 + (c + d) * x2, a * y1 + (b + c) * mid + d * y2
     return (f'<path d="{path}" fill="none" stroke="#555" stroke-width="1.1" marker-end="url(#arrow)"/>'
             f'<text x="{lx + 4:.1f}" y="{ly:.1f}" class="rel">{escape(relation)}</text>')
 
 
-def _legend(y: float) -> tuple[str, float]:
-    items = [("activity", "Activity"), ("entity", "Entity"), ("agent", "Agent")]
+def _legend(y: float, shapes: set[str]) -> tuple[str, float]:
+    items = [(k, label) for k, label in (("activity", "Activity"), ("entity", "Entity"), ("agent", "Agent"))
+             if k in shapes]
     parts, x = [], float(_MARGIN)
     for kind, label in items:
         box = _Box(Node("", kind, "", ""), [label], 70, 26 if kind != "agent" else 34)
@@ -209,8 +214,8 @@ def to_svg(graph: ProvGraph, title: str = "") -> str:
         width, height = 300.0, 2.0 * _MARGIN
     for box in boxes.values():
         box.y += head
-    legend, bottom = _legend(height + head)
-    width = max(width, 300.0)
+    legend, bottom = _legend(height + head, {n.shape for n in graph.nodes})
+    width = max(width, 300.0, len(title) * 8.2 + 2 * _MARGIN)
     body = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{bottom:.0f}" '
         f'viewBox="0 0 {width:.0f} {bottom:.0f}" font-family="{_FONT}" font-size="12">',

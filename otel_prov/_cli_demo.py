@@ -1,0 +1,70 @@
+"""``otel-prov demo``: run the example flows with the exporter writing to a store, then print
+``list`` and ``show`` of what they wrote."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from ._cli_read import TraceReader
+from ._config import ENV_JAEGER_URL, parse_collection
+from ._exporter import ProvSpanExporter
+from ._render import session_table, trace_text
+from .examples.rag import doc_rag, graph_rag
+from .examples.react_agent import default_policy, run_agent
+
+
+def _say(text: str = "") -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run_demo(args: argparse.Namespace, write: Callable[[str, str | None], None]) -> int:
+    """Progress goes to stderr, the ``list`` and ``show`` output to stdout."""
+    collection = parse_collection(args.collection) or "default"
+    jaeger = args.jaeger_url or os.environ.get(ENV_JAEGER_URL, "").strip() or None
+    exporter = ProvSpanExporter(store=args.store, profile=args.profile)
+    provider = TracerProvider(resource=Resource.create({"service.name": "otel-prov-demo"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    policy = default_policy()
+    try:
+        _say(f"otel-prov demo: writing to {exporter.store_spec} (profile {exporter.profile})")
+        _say(f"  ReAct agent, policy: {policy.name}")
+        agent = run_agent(policy=policy, tracer_provider=provider, collection=collection)
+        _say(f"    {agent.question}\n    -> {agent.answer}")
+        _say("  GraphRAG query over the bundled knowledge graph")
+        graph = graph_rag(tracer_provider=provider, collection=collection)
+        _say(f"    {graph.question}\n    -> {graph.answer}")
+        _say("  Document-RAG query over the bundled documents (BM25)")
+        docs = doc_rag(tracer_provider=provider, collection=collection)
+        _say(f"    {docs.question}\n    -> {docs.answer}")
+        _say()
+        if not exporter.force_flush():
+            _say("otel-prov demo: the store did not confirm every write in time")
+            return 1
+        reader = TraceReader(exporter.store.inner)  # type: ignore[attr-defined]
+        ids = [agent.explain_id, graph.explain_id, docs.explain_id]
+        everything = reader.sessions()
+        rows = [row for row in everything if row.id in ids]
+        out = ["$ otel-prov list", session_table(rows).rstrip("\n")]
+        if len(everything) > len(rows):
+            out.append(f"({len(everything) - len(rows)} earlier sessions in this store: otel-prov list)")
+        if not args.quiet:
+            for iri in ids:
+                trace, _ = reader.trace(iri)
+                out += ["", f"$ otel-prov show {iri}", trace_text(trace, jaeger).rstrip("\n")]
+        out += ["", "Next: otel-prov show IRI --format svg --output trace.svg   (a picture of one trace)",
+                "      otel-prov query 'SELECT ?q ?text WHERE { ?q tg:query ?text }'"]
+        write("\n".join(out) + "\n", None)
+    finally:
+        provider.shutdown()
+    stats = exporter.stats()
+    if stats["store_failures"]:
+        _say(f"otel-prov demo: {stats['store_failures']} store writes failed")
+        return 1
+    return 0
