@@ -25,7 +25,8 @@
 # binary (OTEL_PROV_JAEGER_BIN=..., OTEL_PROV_OTELCOL_BIN=...).
 # Exit status: 0 when every requested binary is ready, 1 when a build failed,
 # 2 on bad usage or a missing/too old Go toolchain.
-# Cold build times on 2 cores: Jaeger several minutes, Collector ~1-2 minutes.
+# Measured on 2 cores: cold (empty module/build caches for these modules)
+# Collector 1m22s, Jaeger 3m57s; warm-GOCACHE rebuilds 6s and 22s; reuse <0.1s.
 
 set -euo pipefail
 
