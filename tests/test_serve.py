@@ -1,0 +1,576 @@
+"""The OTLP receiver (``otel-prov serve``): real gRPC and HTTP servers on port 0, real OTLP
+exporters and clients, real Oxigraph stores; subprocess runs for SIGTERM and kill -9."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pyoxigraph
+import pytest
+import requests
+from google.protobuf import json_format
+from google.rpc import error_details_pb2, status_pb2
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_prov import agent_session
+from otel_prov._config import StoreSpec
+from otel_prov._dataset import spans_to_dataset
+from otel_prov._mapping import map_spans, nquads
+from otel_prov._serve import Receiver, Server, ServeSettings, settings_from
+from otel_prov._serve_grpc import RETRY_INFO_TRAILER, STATUS_DETAILS_TRAILER
+from otel_prov._spans import from_otlp
+from otel_prov._store import OxigraphStore
+from tests.graphs import assert_isomorphic
+from tests.procs import start_serve
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+MIB = 1024 * 1024
+
+
+# -- fixtures and helpers -------------------------------------------------------------------------
+
+
+class GatedStore(OxigraphStore):
+    """A real in-memory Oxigraph store whose writes can be held (``gate``) or made to fail."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.fail = False
+
+    def add(self, data: bytes, count: int) -> None:
+        self.entered.set()
+        self.gate.wait(30)
+        if self.fail:
+            raise OSError("No space left on device (test)")
+        super().add(data, count)
+
+
+Make = Callable[..., Server]
+
+
+@pytest.fixture
+def make_server() -> Iterator[Make]:
+    servers: list[Server] = []
+
+    def make(store: OxigraphStore | None = None, *, token: str | None = None, max_inflight: int = 8,
+             ack_timeout: float = 10.0, tls: tuple[Path, Path] | None = None) -> Server:
+        store = store if store is not None else OxigraphStore(None)
+        settings = ServeSettings(store=StoreSpec(None), profile="seed", grpc_port=0, http_port=0,
+                                 token=token, max_inflight=max_inflight, ack_timeout=ack_timeout,
+                                 tls_cert=tls[0] if tls else None, tls_key=tls[1] if tls else None,
+                                 drain_timeout=10.0)
+        receiver = Receiver(store, "seed", token=token, max_inflight=max_inflight, ack_timeout=ack_timeout)
+        server = Server(settings, receiver)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        store = server.receiver.store
+        if isinstance(store, GatedStore):
+            store.fail = False
+            store.gate.set()
+        server.stop(5)
+
+
+def agent_spans(n_sessions: int = 1, steps: int = 2) -> list[ReadableSpan]:
+    """Real SDK spans of agent sessions (each its own trace)."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for k in range(n_sessions):
+        with agent_session(f"question {k}?", tracer_provider=provider) as session:
+            for i in range(steps):
+                with session.iteration() as step:
+                    step.thought(f"thought {k}.{i}")
+                    step.action("calculator", {"expression": f"{k}+{i}"})
+                    step.observation(str(k + i))
+            session.conclude(f"answer {k}")
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+def request_of(spans: list[ReadableSpan]) -> ExportTraceServiceRequest:
+    return encode_spans(spans)
+
+
+def stub(port: int, **options: Any) -> tuple[grpc.Channel, trace_service_pb2_grpc.TraceServiceStub]:
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=list(options.items()))
+    return channel, trace_service_pb2_grpc.TraceServiceStub(channel)
+
+
+def stored(server: Server) -> Any:
+    return server.receiver.store.to_dataset()
+
+
+def padded_request(size: int) -> ExportTraceServiceRequest:
+    """A request of about ``size`` bytes: one plain (non-agent) span with a large attribute."""
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="big",
+                attributes=[KeyValue(key="padding", value=AnyValue(string_value="x" * size))])
+    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
+
+
+def assert_retry_trailers(err: grpc.RpcError, seconds: int) -> None:
+    assert err.code() is grpc.StatusCode.UNAVAILABLE
+    trailers = dict(err.trailing_metadata() or ())
+    status = status_pb2.Status.FromString(trailers[STATUS_DETAILS_TRAILER])
+    assert status.code == grpc.StatusCode.UNAVAILABLE.value[0]
+    assert len(status.details) == 1
+    info = error_details_pb2.RetryInfo()
+    assert status.details[0].Unpack(info)
+    assert info.retry_delay.seconds == seconds
+    assert error_details_pb2.RetryInfo.FromString(trailers[RETRY_INFO_TRAILER]) == info
+
+
+# -- success --------------------------------------------------------------------------------------
+
+
+def test_grpc_export_stores_the_same_graph_as_the_sdk_exporter(make_server: Make) -> None:
+    server = make_server()
+    spans = agent_spans(2)
+    exporter = GrpcExporter(endpoint=server.grpc_address, insecure=True, timeout=10)
+    try:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+    assert server.receiver.stats.spans_acknowledged == len(spans)
+
+
+def test_http_protobuf_export(make_server: Make) -> None:
+    server = make_server()
+    spans = agent_spans()
+    exporter = HttpExporter(endpoint=f"http://{server.http_address}/v1/traces", timeout=10)
+    try:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+
+
+def test_gzip_on_both_transports(make_server: Make) -> None:
+    server = make_server()
+    spans_grpc, spans_http = agent_spans(), agent_spans()
+    grpc_exporter = GrpcExporter(endpoint=server.grpc_address, insecure=True, timeout=10,
+                                 compression=grpc.Compression.Gzip)
+    http_exporter = HttpExporter(endpoint=f"http://{server.http_address}/v1/traces", timeout=10,
+                                 compression=HttpCompression.Gzip)
+    try:
+        assert grpc_exporter.export(spans_grpc) is SpanExportResult.SUCCESS
+        assert http_exporter.export(spans_http) is SpanExportResult.SUCCESS
+    finally:
+        grpc_exporter.shutdown()
+        http_exporter.shutdown()
+    # And a hand-made gzip body, to be sure the server (not the client) decompresses.
+    spans_raw = agent_spans()
+    body = gzip.compress(request_of(spans_raw).SerializeToString())
+    resp = requests.post(f"http://{server.http_address}/v1/traces", data=body, timeout=10,
+                         headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+    assert resp.status_code == 200, resp.content
+    assert_isomorphic(spans_to_dataset(spans_grpc + spans_http + spans_raw), stored(server))
+
+
+def test_messages_up_to_64_mib(make_server: Make) -> None:
+    server = make_server()
+    channel, client = stub(server.grpc.port, **{"grpc.max_send_message_length": 128 * MIB})
+    with channel:
+        response = client.Export(padded_request(40 * MIB), timeout=60)
+        assert not response.HasField("partial_success")
+        with pytest.raises(grpc.RpcError) as too_big:
+            client.Export(padded_request(65 * MIB), timeout=60)
+    assert too_big.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    # HTTP: 40 MiB is fine; a gzip body that inflates past 64 MiB is 413.
+    url = f"http://{server.http_address}/v1/traces"
+    headers = {"Content-Type": "application/x-protobuf"}
+    resp = requests.post(url, data=padded_request(40 * MIB).SerializeToString(), headers=headers, timeout=60)
+    assert resp.status_code == 200
+    bomb = gzip.compress(b"\0" * (65 * MIB))
+    resp = requests.post(url, data=bomb, headers={**headers, "Content-Encoding": "gzip"}, timeout=60)
+    assert resp.status_code == 413
+
+
+def test_http_content_length_over_64_mib_is_413_without_reading_it(make_server: Make) -> None:
+    server = make_server()
+    with socket.create_connection(("127.0.0.1", server.http.port), timeout=10) as sock:
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                     b"Content-Length: %d\r\n\r\n" % (64 * MIB + 1))
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 413")
+
+
+# -- partial success and bad payloads -------------------------------------------------------------
+
+
+def test_partial_success_for_spans_that_can_never_be_accepted(make_server: Make) -> None:
+    server = make_server()
+    spans = agent_spans()
+    request = request_of(spans)
+    bad = request.resource_spans[0].scope_spans[0].spans.add()
+    bad.CopyFrom(request.resource_spans[0].scope_spans[0].spans[0])
+    bad.trace_id = b"\x01\x02\x03\x04"  # not 16 bytes
+    channel, client = stub(server.grpc.port)
+    with channel:
+        response = client.Export(request, timeout=10)
+    assert response.partial_success.rejected_spans == 1
+    assert "trace_id" in response.partial_success.error_message
+    # Over HTTP/JSON too.
+    resp = requests.post(f"http://{server.http_address}/v1/traces", timeout=10,
+                         data=json.dumps(otlp_json(request)), headers={"Content-Type": "application/json"})
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["partialSuccess"]["rejectedSpans"] == "1"
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+
+
+def test_undecodable_requests_are_invalid_argument_and_400(make_server: Make) -> None:
+    server = make_server()
+    channel = grpc.insecure_channel(server.grpc_address)
+    with channel:
+        raw = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        with pytest.raises(grpc.RpcError) as err:
+            raw(b"\x0a\x05abc", timeout=10)  # a length-delimited field cut short
+    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    url = f"http://{server.http_address}/v1/traces"
+    cases = [
+        ({"Content-Type": "application/x-protobuf"}, b"\x0a\x05abc", 400),
+        ({"Content-Type": "application/json"}, b"{not json", 400),
+        ({"Content-Type": "application/json"}, b'{"resourceSpans": [{"scopeSpans": [{"spans": '
+                                               b'[{"traceId": "zz"}]}]}]}', 400),
+        ({"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}, b"not gzip", 400),
+        ({"Content-Type": "text/plain"}, b"hello", 415),
+    ]
+    for headers, body, expected in cases:
+        resp = requests.post(url, data=body, headers=headers, timeout=10)
+        assert resp.status_code == expected, (headers, body, resp.content)
+    assert server.receiver.stats.acknowledged_requests == 0
+    assert len(stored(server)) == 0
+
+
+def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """OTLP/JSON as the specification writes it: trace and span ids as hex, not base64."""
+    document = json_format.MessageToDict(request)
+    for rs in document.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return document
+
+
+def test_otlp_json_with_hex_ids(make_server: Make) -> None:
+    server = make_server()
+    spans = agent_spans()
+    document = otlp_json(request_of(spans))
+    trace_ids = {f"{s.context.trace_id:032x}" for s in spans}
+    assert {s["traceId"] for s in document["resourceSpans"][0]["scopeSpans"][0]["spans"]} == trace_ids
+    resp = requests.post(f"http://{server.http_address}/v1/traces", data=json.dumps(document),
+                         headers={"Content-Type": "application/json"}, timeout=10)
+    assert resp.status_code == 200, resp.content
+    assert resp.headers["Content-Type"] == "application/json"
+    assert resp.json() == {}
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+
+
+# -- authentication and TLS -----------------------------------------------------------------------
+
+
+def test_bearer_token(make_server: Make) -> None:
+    server = make_server(token="s3cret")
+    request = request_of(agent_spans())
+    channel, client = stub(server.grpc.port)
+    with channel:
+        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", "s3cret"),)):
+            with pytest.raises(grpc.RpcError) as err:
+                client.Export(request, metadata=metadata, timeout=10)
+            assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        client.Export(request, metadata=(("authorization", "Bearer s3cret"),), timeout=10)
+    url = f"http://{server.http_address}/v1/traces"
+    body = request.SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf"}
+    assert requests.post(url, data=body, headers=headers, timeout=10).status_code == 401
+    assert requests.post(url, data=body, timeout=10,
+                         headers={**headers, "Authorization": "Bearer nope"}).status_code == 401
+    assert requests.post(url, data=body, timeout=10,
+                         headers={**headers, "Authorization": "Bearer s3cret"}).status_code == 200
+    # The SDK's own exporter with the header configured.
+    spans = agent_spans()
+    exporter = GrpcExporter(endpoint=server.grpc_address, insecure=True, timeout=10,
+                            headers={"authorization": "Bearer s3cret"})
+    try:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert server.receiver.stats.refused["request refused: no bearer token"] == 2
+    assert server.receiver.stats.refused["request refused: wrong bearer token"] == 3
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> tuple[Path, Path]:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def test_tls_on_both_transports(make_server: Make, tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    server = make_server(tls=(cert, key))
+    spans = agent_spans()
+    credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+    exporter = GrpcExporter(endpoint=f"localhost:{server.grpc.port}", credentials=credentials, timeout=10)
+    try:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    resp = requests.post(f"https://localhost:{server.http.port}/v1/traces", verify=str(cert), timeout=10,
+                         data=request_of(agent_spans()).SerializeToString(),
+                         headers={"Content-Type": "application/x-protobuf"})
+    assert resp.status_code == 200
+    with pytest.raises(requests.exceptions.ConnectionError):  # plaintext to a TLS port
+        requests.post(f"http://127.0.0.1:{server.http.port}/v1/traces", data=b"", timeout=5)
+
+
+# -- back-pressure, store failure, health ---------------------------------------------------------
+
+
+def test_backpressure_answers_unavailable_with_both_retry_trailers(make_server: Make) -> None:
+    store = GatedStore()
+    store.gate.clear()
+    server = make_server(store, max_inflight=1)
+    channel, client = stub(server.grpc.port)
+    with channel:
+        held = client.Export.future(request_of(agent_spans()), timeout=30)
+        assert store.entered.wait(10)
+        with pytest.raises(grpc.RpcError) as err:
+            client.Export(request_of(agent_spans()), timeout=10)
+        assert_retry_trailers(err.value, seconds=1)
+        resp = requests.post(f"http://{server.http_address}/v1/traces", timeout=10,
+                             data=request_of(agent_spans()).SerializeToString(),
+                             headers={"Content-Type": "application/x-protobuf"})
+        assert resp.status_code == 503
+        assert resp.headers["Retry-After"] == "1"
+        assert not held.done()  # not acknowledged before the commit
+        store.gate.set()
+        held.result(timeout=10)
+    refused = server.receiver.stats.refused
+    assert refused["request refused: too many requests in flight"] == 2
+
+
+def test_failing_store_answers_unavailable_then_recovers(make_server: Make) -> None:
+    store = GatedStore()
+    store.fail = True
+    server = make_server(store)
+    spans = agent_spans()
+    channel, client = stub(server.grpc.port)
+    with channel:
+        with pytest.raises(grpc.RpcError) as err:
+            client.Export(request_of(spans), timeout=10)
+        assert_retry_trailers(err.value, seconds=5)
+        health = requests.get(f"http://{server.http_address}/health", timeout=5)
+        assert health.status_code == 503 and health.json()["status"] == "store failing"
+        with pytest.raises(grpc.RpcError) as err:  # refused at once while the store fails
+            client.Export(request_of(agent_spans()), timeout=10)
+        assert_retry_trailers(err.value, seconds=5)
+        store.fail = False
+        deadline = time.monotonic() + 15
+        while not server.receiver.healthy():
+            assert time.monotonic() < deadline, "the writer did not recover"
+            time.sleep(0.05)
+        client.Export(request_of(spans), timeout=10)  # the client's retry
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+
+
+def test_health_endpoints(make_server: Make) -> None:
+    server = make_server()
+    resp = requests.get(f"http://{server.http_address}/health", timeout=5)
+    assert resp.status_code == 200
+    assert resp.json()["status"] == "ok"
+    channel = grpc.insecure_channel(server.grpc_address)
+    with channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check", request_serializer=None,
+                                    response_deserializer=None)
+        assert check(b"", timeout=5) == b"\x08\x01"  # SERVING
+
+
+# -- shutdown -------------------------------------------------------------------------------------
+
+
+def test_stop_drains_in_flight_requests(make_server: Make) -> None:
+    store = GatedStore()
+    store.gate.clear()
+    server = make_server(store)
+    spans = agent_spans()
+    channel, client = stub(server.grpc.port)
+    with channel:
+        held = client.Export.future(request_of(spans), timeout=30)
+        assert store.entered.wait(10)
+        with futures.ThreadPoolExecutor(1) as pool:
+            stopping = pool.submit(server.stop, 20)
+            deadline = time.monotonic() + 5
+            while not server.receiver._draining:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            with pytest.raises(grpc.RpcError) as err:  # new work is refused as retryable
+                client.Export(request_of(agent_spans()), timeout=10)
+            assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert not stopping.done()
+            store.gate.set()
+            held.result(timeout=10)
+            assert stopping.result(timeout=20) is True
+
+
+def _quads(spans_request: ExportTraceServiceRequest) -> list[pyoxigraph.Quad]:
+    records = [from_otlp(s) for rs in spans_request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    data = nquads(map_spans(records).quads)
+    return list(pyoxigraph.parse(input=data, format=pyoxigraph.RdfFormat.N_QUADS))
+
+
+def _send_until(port: int, requests_: list[ExportTraceServiceRequest], stop: threading.Event,
+                acked: list[int], lock: threading.Lock, start: int, step: int) -> None:
+    channel, client = stub(port)
+    with channel:
+        for i in range(start, len(requests_), step):
+            if stop.is_set():
+                return
+            try:
+                client.Export(requests_[i], timeout=10)
+            except grpc.RpcError:
+                return  # refused or the server went away: not acknowledged
+            with lock:
+                acked.append(i)
+
+
+def test_sigterm_drains_and_exits_cleanly(tmp_path: Path) -> None:
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
+    batch = [request_of(agent_spans(5)) for _ in range(40)]
+    acked: list[int] = []
+    lock, stop = threading.Lock(), threading.Event()
+    threads = [threading.Thread(target=_send_until, args=(serve.grpc_port, batch, stop, acked, lock, k, 4))
+               for k in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while len(acked) < 8:
+        assert time.monotonic() < deadline, serve.tail()
+        time.sleep(0.01)
+    code = serve.terminate(timeout=30)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert code == 0, serve.tail()
+    assert "stopped" in serve.tail()
+    store = pyoxigraph.Store.read_only(str(serve.store))
+    missing = [i for i in acked for q in _quads(batch[i]) if q not in store]
+    assert not missing, f"{len(missing)} acknowledged quads missing"
+
+
+def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path) -> None:
+    """A real ``otel-prov serve`` under load from real gRPC clients is killed with SIGKILL, then
+    restarted on the same store: every acknowledged request's quads are there."""
+    store_path = tmp_path / "store"
+    serve = start_serve(store_path, tmp_path / "serve.log")
+    batch = [request_of(agent_spans(20)) for _ in range(64)]
+    acked: list[int] = []
+    lock, stop = threading.Lock(), threading.Event()
+    threads = [threading.Thread(target=_send_until, args=(serve.grpc_port, batch, stop, acked, lock, k, 8))
+               for k in range(8)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while len(acked) < 24:
+        assert time.monotonic() < deadline, serve.tail()
+        time.sleep(0.005)
+    serve.kill9()
+    stop.set()
+    for t in threads:
+        t.join(30)
+    with lock:
+        acknowledged = sorted(set(acked))
+    assert len(acknowledged) < len(batch), "the kill came after the load: nothing was in flight"
+    restarted = start_serve(store_path, tmp_path / "serve2.log")
+    health = requests.get(f"http://{restarted.http}/health", timeout=5)
+    assert health.status_code == 200
+    assert restarted.terminate(timeout=30) == 0, restarted.tail()
+    store = pyoxigraph.Store.read_only(str(store_path))
+    expected = [q for i in acknowledged for q in _quads(batch[i])]
+    assert expected
+    missing = [q for q in expected if q not in store]
+    assert not missing, f"{len(missing)} of {len(expected)} acknowledged quads lost after kill -9"
+
+
+# -- settings -------------------------------------------------------------------------------------
+
+
+def test_settings_from_flags_and_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OTEL_PROV_SERVE_GRPC_PORT", "5317")
+    monkeypatch.setenv("OTEL_PROV_SERVE_HTTP_PORT", "off")
+    monkeypatch.setenv("OTEL_PROV_SERVE_TOKEN", "from-env")
+    settings = settings_from(store=f"oxigraph:{tmp_path / 's'}")
+    assert (settings.host, settings.grpc_port, settings.http_port, settings.token) == \
+        ("127.0.0.1", 5317, None, "from-env")
+    settings = settings_from(store="memory:", grpc_port="0", token="flag")
+    assert (settings.grpc_port, settings.token) == (0, "flag")
+    from otel_prov import ConfigError
+
+    with pytest.raises(ConfigError, match="both transports are off"):
+        settings_from(store="memory:", grpc_port="off")
+    with pytest.raises(ConfigError, match="70000"):
+        settings_from(store="memory:", grpc_port="70000")
+    with pytest.raises(ConfigError, match="TLS"):
+        settings_from(store="memory:", tls_cert=str(tmp_path / "cert.pem"))
+
+
+def test_serve_command_reports_a_bad_store_in_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    from tests.procs import clean_env, serve_command
+
+    result = subprocess.run([*serve_command(), "--store", f"oxigraph:{blocker / 'store'}", "--grpc-port", "0",
+                             "--http-port", "0"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("otel-prov serve: cannot create the store")
+
+
+def test_response_type_matches_request(make_server: Make) -> None:
+    server = make_server()
+    resp = requests.post(f"http://{server.http_address}/v1/traces", timeout=10,
+                         data=request_of(agent_spans()).SerializeToString(),
+                         headers={"Content-Type": "application/x-protobuf"})
+    assert resp.headers["Content-Type"] == "application/x-protobuf"
+    assert ExportTraceServiceResponse.FromString(resp.content) == ExportTraceServiceResponse()
