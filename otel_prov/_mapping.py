@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from rdflib import RDF, RDFS
@@ -84,6 +85,12 @@ _QUESTION_PREFIX = {
     A.FLOW_GRAPH_RAG: GRAPH_RAG_PREFIX,
     A.FLOW_DOC_RAG: DOC_RAG_PREFIX,
 }
+# TrustGraph terms, as N-Triples, computed once (an attribute of ``TG`` is built on every access).
+_tg = SimpleNamespace(**{name: _p(getattr(TG, name)) for name in (
+    "Question", "query", "Conclusion", "answer", "Analysis", "thought", "action",
+    "arguments", "observation", "Exploration", "chunkCount", "selectedChunk", "edgeCount", "Focus",
+    "selectedEdge", "EdgeSelection", "edge", "reasoning", "Synthesis", "content",
+)})
 
 
 @dataclass
@@ -207,9 +214,9 @@ def _int_attr(c: _Ctx, key: str, minimum: int) -> int | None:
 def _question(c: _Ctx, *, is_session: bool) -> None:
     q = _q(c)
     c.add(q, _TYPE, _ENTITY if c.strict else _ACTIVITY)
-    c.add(q, _TYPE, _p(TG.Question))
+    c.add(q, _TYPE, _tg.Question)
     c.add(q, _TYPE, _QUESTION_SUBTYPE[c.flow])
-    c.add(q, _p(TG.query), literal(c.question))
+    c.add(q, _tg.query, literal(c.question))
     c.add(q, _GENERATED_AT if c.strict else _STARTED, datetime_from_ns(c.rec.start_ns))
     c.add(q, _COLLECTION, literal(c.text(A.COLLECTION) or "default"))
     parent = c.text(A.DERIVED_FROM)
@@ -257,8 +264,8 @@ def _conclusion(c: _Ctx) -> None:
     prev = iri(analysis_iri(c.uuid, last)) if last else _q(c)
     node = iri(f"{AGENT_PREFIX}{c.uuid}/final")
     c.add(node, _TYPE, _ENTITY)
-    c.add(node, _TYPE, _p(TG.Conclusion))
-    c.add(node, _p(TG.answer), literal(c.text(A.ANSWER) or ""))
+    c.add(node, _TYPE, _tg.Conclusion)
+    c.add(node, _tg.answer, literal(c.text(A.ANSWER) or ""))
     c.add(node, _DERIVED, prev)
     c.stamp(node)
     if c.strict:
@@ -275,11 +282,11 @@ def _analysis(c: _Ctx) -> None:
     node = iri(analysis_iri(c.uuid, n))
     prev = iri(analysis_iri(c.uuid, n - 1)) if n > 1 else _q(c)
     c.add(node, _TYPE, _ENTITY)
-    c.add(node, _TYPE, _p(TG.Analysis))
-    c.add_text(node, _p(TG.thought), A.THOUGHT)
-    c.add_text(node, _p(TG.action), A.ACTION)
-    c.add_text(node, _p(TG.arguments), A.ARGUMENTS)
-    c.add_text(node, _p(TG.observation), A.OBSERVATION)
+    c.add(node, _TYPE, _tg.Analysis)
+    c.add_text(node, _tg.thought, A.THOUGHT)
+    c.add_text(node, _tg.action, A.ACTION)
+    c.add_text(node, _tg.arguments, A.ARGUMENTS)
+    c.add_text(node, _tg.observation, A.OBSERVATION)
     c.add(node, _DERIVED, prev)
     c.stamp(node)
     if c.strict:
@@ -294,12 +301,12 @@ def _exploration_step(c: _Ctx) -> None:
     node = _exploration(c)
     q = _q(c)
     c.add(node, _TYPE, _ENTITY)
-    c.add(node, _TYPE, _p(TG.Exploration))
+    c.add(node, _TYPE, _tg.Exploration)
     if c.flow == A.FLOW_DOC_RAG:
         chunks = _string_list(c, A.CHUNK_IDS)
-        c.add(node, _p(TG.chunkCount), integer(len(chunks)))
+        c.add(node, _tg.chunkCount, integer(len(chunks)))
         for chunk in chunks:
-            c.add(node, _p(TG.selectedChunk), literal(chunk))
+            c.add(node, _tg.selectedChunk, literal(chunk))
     else:
         count = _int_attr(c, A.EDGE_COUNT, 0)
         if count is None:
@@ -308,7 +315,7 @@ def _exploration_step(c: _Ctx) -> None:
         if count is None:
             c.problems.append(f"graphrag exploration span without {A.EDGE_COUNT}")
         else:
-            c.add(node, _p(TG.edgeCount), integer(count))
+            c.add(node, _tg.edgeCount, integer(count))
     c.stamp(node)
     if c.strict:
         c.add(node, _DERIVED, q)
@@ -321,7 +328,7 @@ def _focus(c: _Ctx) -> None:
     node = iri(FOCUS_PREFIX + c.uuid)
     exploration = _exploration(c)
     c.add(node, _TYPE, _ENTITY)
-    c.add(node, _TYPE, _p(TG.Focus))
+    c.add(node, _TYPE, _tg.Focus)
     c.add(node, _DERIVED, exploration)
     c.stamp(node)
     selected = _json(c, A.SELECTED_EDGES)
@@ -335,14 +342,14 @@ def _focus(c: _Ctx) -> None:
             continue
         sel = iri(f"{EDGE_PREFIX}{c.uuid}:{index}")
         stmt = iri(f"{EDGE_PREFIX}{c.uuid}:{index}/triple")
-        c.add(node, _p(TG.selectedEdge), sel)
-        c.add(sel, _TYPE, _p(TG.EdgeSelection))
+        c.add(node, _tg.selectedEdge, sel)
+        c.add(sel, _TYPE, _tg.EdgeSelection)
         if c.strict:
             c.add(sel, _TYPE, _ENTITY)
-        c.add(sel, _p(TG.edge), stmt)
+        c.add(sel, _tg.edge, stmt)
         reasoning = item.get("reasoning")
         if reasoning is not None:
-            c.add(sel, _p(TG.reasoning), literal(str(reasoning)))
+            c.add(sel, _tg.reasoning, literal(str(reasoning)))
         c.add(stmt, _TYPE, _STATEMENT)
         for pred, term in zip((_SUBJECT, _PREDICATE, _OBJECT), edge):
             c.add(stmt, pred, value_term(clean_text(str(term))))
@@ -358,8 +365,8 @@ def _synthesis(c: _Ctx) -> None:
         node = iri(SYNTHESIS_PREFIX + c.uuid)
         prev = iri(FOCUS_PREFIX + c.uuid)
     c.add(node, _TYPE, _ENTITY)
-    c.add(node, _TYPE, _p(TG.Synthesis))
-    c.add(node, _p(TG.content), literal(c.text(A.CONTENT) or ""))
+    c.add(node, _TYPE, _tg.Synthesis)
+    c.add(node, _tg.content, literal(c.text(A.CONTENT) or ""))
     c.add(node, _DERIVED, prev)
     c.stamp(node)
     if c.strict:

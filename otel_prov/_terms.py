@@ -19,8 +19,6 @@ _XSD_DATETIME = f"<{XSD.dateTime}>"
 # Characters that may not appear in an IRI (RFC 3987 excludes them; N-Triples rejects them).
 _IRI_ILLEGAL = re.compile(r'[\x00-\x20<>"{}|\\^`\x7f-\x9f]')
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-_LITERAL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
-_LITERAL_SPECIAL = re.compile(r'[\\"\n\r]')
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # IRIs used as values (edges of a knowledge graph) follow TrustGraph's rule.
 _VALUE_IRI_SCHEMES = ("http://", "https://", "urn:")
@@ -50,20 +48,36 @@ def iri_segment(value: str) -> str:
 
 def clean_text(value: str) -> str:
     """Text that can be written as UTF-8: lone surrogates (undecodable bytes) become U+FFFD."""
-    if _SURROGATE.search(value):
+    if has_invalid_text(value):
         return _SURROGATE.sub("\ufffd", value)
     return value
 
 
 def has_invalid_text(value: str) -> bool:
-    return _SURROGATE.search(value) is not None
+    # Fast paths (this runs on every text of every span): ASCII text, and text that encodes as
+    # UTF-8, hold no lone surrogate; only text that fails to encode is searched.
+    if value.isascii():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.search(value) is not None
+    return False
 
 
 def literal(value: str) -> str:
     """A plain (``xsd:string``) literal; the text round-trips exactly (N-Triples escaping)."""
     value = clean_text(value)
-    if _LITERAL_SPECIAL.search(value):
-        value = _LITERAL_SPECIAL.sub(lambda m: _LITERAL_ESCAPES[m.group(0)], value)
+    # N-Triples escapes for \\ " LF CR, by C-speed scans; the backslash first, so the
+    # backslashes added next are not escaped again.
+    if "\\" in value:
+        value = value.replace("\\", "\\\\")
+    if '"' in value:
+        value = value.replace('"', '\\"')
+    if "\n" in value:
+        value = value.replace("\n", "\\n")
+    if "\r" in value:
+        value = value.replace("\r", "\\r")
     return '"' + value + '"'
 
 
@@ -95,7 +109,10 @@ def value_term(value: str) -> str:
 
 def uuid_from_trace_id(trace_id: int) -> str:
     """A 128-bit trace id formatted as a UUID (``8-4-4-4-12`` lowercase hex)."""
-    return str(_uuid.UUID(int=trace_id))
+    if not 0 <= trace_id < 1 << 128:
+        return str(_uuid.UUID(int=trace_id))  # raises as before
+    h = f"{trace_id:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def hex_trace_id(trace_id: int) -> str:
