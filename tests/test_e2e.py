@@ -1,0 +1,255 @@
+"""End to end with real processes: Jaeger (collector-config/jaeger.yaml), ``otel-prov serve`` and the
+Collector running collector-config/otelcol.yaml itself, all on free 127.0.0.1 ports.
+
+1. The example ReAct agent exports OTLP to the Collector, which fans out to Jaeger and to
+   ``otel-prov serve``: Jaeger's HTTP API returns the trace with every span, parent reference and
+   tag; the PROV store holds the same session under the same trace id; ``otel-prov show`` prints it
+   with the Jaeger link.
+2. The in-process path: ``OTEL_TRACES_EXPORTER=otlp,prov`` under ``opentelemetry-instrument``,
+   straight to Jaeger and to the embedded store.
+
+Binaries come from collector-config/build-binaries.sh; in CI a missing one fails (tests/procs.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_prov._dataset import spans_to_dataset
+from otel_prov._store import OxigraphStore
+from otel_prov._vocab import GRAPH_RETRIEVAL, OTELPROV, TG
+from tests.graphs import assert_isomorphic
+from tests.procs import (
+    Jaeger,
+    Proc,
+    clean_env,
+    http_get,
+    require_binary,
+    start_collector,
+    start_jaeger,
+    start_serve,
+    wait_until,
+)
+
+TIMEOUT = 60.0
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    """Processes to stop at the end, whatever happens."""
+    started: list[Proc] = []
+    yield started
+    for proc in reversed(started):
+        proc.terminate(timeout=15)
+
+
+def run_example_agent(provider: TracerProvider) -> Any:
+    """The example ReAct agent (offline policy) on ``provider``."""
+    from otel_prov.examples.react_agent import run_agent
+
+    result = run_agent(tracer_provider=provider)
+    assert result.answer, "the example agent did not answer"
+    return result
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def _tag_value(tag: dict[str, Any]) -> Any:
+    return tag["value"]
+
+
+def assert_jaeger_has(jaeger: Jaeger, trace_id: str, spans: Sequence[ReadableSpan]) -> None:
+    """Jaeger returns the trace with every span, its parent reference and its attributes as tags."""
+
+    def complete() -> dict[str, Any] | None:
+        trace = jaeger.trace(trace_id)
+        return trace if trace and len(trace["spans"]) >= len(spans) else None
+
+    trace = wait_until(complete, TIMEOUT, f"Jaeger to hold all {len(spans)} spans of trace {trace_id}",
+                       interval=0.2, proc=jaeger)
+    by_id = {s["spanID"]: s for s in trace["spans"]}
+    assert len(by_id) == len(spans)
+    for span in spans:
+        got = by_id.get(f"{span.context.span_id:016x}")
+        assert got is not None, f"span {span.name!r} missing from Jaeger"
+        assert got["operationName"] == span.name
+        parents = [r["spanID"] for r in got.get("references", []) if r["refType"] == "CHILD_OF"]
+        if span.parent is not None:
+            assert parents == [f"{span.parent.span_id:016x}"], span.name
+        else:
+            assert parents == [], span.name
+        tags = {t["key"]: _tag_value(t) for t in got["tags"]}
+        for key, value in (span.attributes or {}).items():
+            assert key in tags, f"tag {key!r} of span {span.name!r} missing from Jaeger"
+            if isinstance(value, (tuple, list)):
+                assert json.loads(tags[key]) == list(value), key
+            else:
+                assert tags[key] == value, (span.name, key)
+
+
+def read_store(path: Path) -> OxigraphStore:
+    return OxigraphStore(path, read_only=True)
+
+
+def assert_store_has(store: OxigraphStore, spans: Sequence[ReadableSpan], trace_id: str,
+                     session_iri: str, iterations: int) -> None:
+    """The store holds exactly the graph the in-process mapping gives for these spans, and the
+    session's Analyses and Conclusion carry the trace id."""
+    assert_isomorphic(spans_to_dataset(spans), store.to_dataset())
+    rows = list(store.query(f"""
+        SELECT ?type (COUNT(DISTINCT ?node) AS ?n) WHERE {{
+          GRAPH <{GRAPH_RETRIEVAL}> {{
+            ?node a ?type ; <{OTELPROV.traceId}> "{trace_id}" .
+            FILTER(?type IN (<{TG.Analysis}>, <{TG.Conclusion}>, <{TG.AgentQuestion}>))
+          }}
+        }} GROUP BY ?type"""))
+    counts = {str(row["type"].value): int(row["n"].value) for row in rows}
+    assert counts.get(str(TG.Analysis), 0) >= iterations, counts
+    assert counts.get(str(TG.Conclusion)) == 1, counts
+    assert store.query(f"ASK {{ GRAPH <{GRAPH_RETRIEVAL}> {{ <{session_iri}> ?p ?o }} }}")
+
+
+def otel_prov(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "otel_prov.cli", *args], capture_output=True, text=True,
+                          timeout=120, env=clean_env())
+
+
+def assert_show_links_jaeger(store: Path, session_iri: str, jaeger: Jaeger, trace_id: str,
+                             answer: str) -> None:
+    shown = otel_prov("show", session_iri, "--store", f"oxigraph:{store}", "--jaeger-url", jaeger.api)
+    assert shown.returncode == 0, shown.stderr
+    assert f"{jaeger.api}/trace/{trace_id}" in shown.stdout
+    assert answer.split()[0] in shown.stdout
+
+
+# -- 1. through the Collector ---------------------------------------------------------------------
+
+
+def test_agent_through_the_collector_to_jaeger_and_otel_prov(tmp_path: Path, procs: list[Proc]) -> None:
+    require_binary("otelcol-prov")
+    jaeger = start_jaeger(tmp_path)
+    procs.append(jaeger)
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", env={"OTEL_PROV_SERVE_TOKEN": "e2e"})
+    procs.append(serve)
+    collector = start_collector(tmp_path, jaeger_otlp=jaeger.otlp_grpc, prov_otlp=serve.grpc_port,
+                                token="e2e")
+    procs.append(collector)
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "e2e-react-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
+        endpoint=f"127.0.0.1:{collector.otlp_grpc}", insecure=True, timeout=10), schedule_delay_millis=100))
+    result = run_example_agent(provider)
+    provider.shutdown()  # flushes the OTLP exporter
+    spans = [s for s in memory.get_finished_spans() if f"{s.context.trace_id:032x}" == result.trace_id]
+    assert len(spans) == len(memory.get_finished_spans()) >= 4
+    iterations = len(result.turns)
+
+    assert_jaeger_has(jaeger, result.trace_id, spans)
+
+    def acknowledged() -> bool:
+        status, body = http_get(f"http://{serve.http}/health", 2.0)
+        return status == 200 and json.loads(body)["spans_acknowledged"] >= len(spans)
+
+    wait_until(acknowledged, TIMEOUT, "otel-prov serve to acknowledge every span", interval=0.1, proc=serve)
+    assert collector.terminate() == 0, collector.tail()
+    assert serve.terminate() == 0, serve.tail()
+    store = read_store(serve.store)
+    try:
+        assert_store_has(store, spans, result.trace_id, result.explain_id, iterations)
+    finally:
+        store.close()
+    assert_show_links_jaeger(serve.store, result.explain_id, jaeger, result.trace_id, result.answer)
+
+
+# -- 2. in process: OTEL_TRACES_EXPORTER=otlp,prov ------------------------------------------------
+
+_SCRIPT = textwrap.dedent("""\
+    import json, sys
+    from otel_prov.examples.react_agent import run_agent
+
+    result = run_agent()
+    json.dump({"trace_id": result.trace_id, "explain_id": result.explain_id, "answer": result.answer,
+               "iterations": len(result.turns)}, sys.stdout)
+""")
+
+
+def _instrument_command() -> list[str]:
+    beside = Path(sys.executable).parent / "opentelemetry-instrument"
+    found = str(beside) if beside.exists() else shutil.which("opentelemetry-instrument")
+    if found is None:
+        pytest.fail("opentelemetry-instrument not found (pip install opentelemetry-distro)", pytrace=False)
+    return [found]
+
+
+def test_in_process_otlp_and_prov_exporters(tmp_path: Path, procs: list[Proc]) -> None:
+    from importlib.metadata import entry_points
+
+    if not any(ep.name == "prov" for ep in entry_points(group="opentelemetry_traces_exporter")):
+        pytest.fail("the 'prov' exporter entry point is not installed: pip install -e .", pytrace=False)
+    jaeger = start_jaeger(tmp_path)
+    procs.append(jaeger)
+    store = tmp_path / "store"
+    script = tmp_path / "agent.py"
+    script.write_text(_SCRIPT)
+    env = clean_env({
+        "OTEL_TRACES_EXPORTER": "otlp,prov",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_SERVICE_NAME": "e2e-in-process",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{jaeger.otlp_grpc}",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+        "OTEL_PROV_STORE": f"oxigraph:{store}",
+    })
+    started = time.monotonic()
+    run = subprocess.run([*_instrument_command(), sys.executable, str(script)], capture_output=True,
+                         text=True, timeout=120, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    trace_id = result["trace_id"]
+    # Jaeger: the trace, complete (span count from the PROV side's spanIds, checked below).
+    prov = read_store(store)
+    try:
+        span_ids = {str(row["s"].value) for row in prov.query(
+            f'SELECT DISTINCT ?s WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?n <{OTELPROV.traceId}> "{trace_id}" ; '
+            f'<{OTELPROV.spanId}> ?s }} }}')}
+        rows = list(prov.query(f"""
+            SELECT (COUNT(DISTINCT ?a) AS ?analyses) (COUNT(DISTINCT ?c) AS ?conclusions) WHERE {{
+              GRAPH <{GRAPH_RETRIEVAL}> {{
+                {{ ?a a <{TG.Analysis}> ; <{OTELPROV.traceId}> "{trace_id}" }} UNION
+                {{ ?c a <{TG.Conclusion}> ; <{OTELPROV.traceId}> "{trace_id}" }}
+              }} }}"""))
+    finally:
+        prov.close()
+    assert int(rows[0]["analyses"].value) >= result["iterations"]
+    assert int(rows[0]["conclusions"].value) == 1
+
+    def in_jaeger() -> dict[str, Any] | None:
+        trace = jaeger.trace(trace_id)
+        return trace if trace and span_ids <= {s["spanID"] for s in trace["spans"]} else None
+
+    trace = wait_until(in_jaeger, TIMEOUT, "Jaeger to hold the in-process trace", interval=0.2, proc=jaeger)
+    service = {p["serviceName"] for p in trace["processes"].values()}
+    assert service == {"e2e-in-process"}
+    assert time.monotonic() - started < 120
+    assert_show_links_jaeger(store, result["explain_id"], jaeger, trace_id, result["answer"])
+
