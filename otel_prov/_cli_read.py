@@ -111,10 +111,15 @@ class Trace:
     """Sessions derived from the Question itself (not from one of its steps)."""
 
     @property
+    def finished(self) -> bool:
+        """Whether the session's end (an agent's Conclusion, a RAG query's Synthesis) is recorded."""
+        return any(s.kind == _ENDS.get(self.type) for s in self.steps)
+
+    @property
     def status(self) -> str:
         if self.errors or any(s.error for s in self.steps):
             return FAILED
-        return COMPLETE if any(s.kind == _ENDS.get(self.type) for s in self.steps) else UNFINISHED
+        return COMPLETE if self.finished else UNFINISHED
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from ._cli_read import (
     COMPLETE,
     DOC_RAG,
     FAILED,
-    UNFINISHED,
     SelectedEdge,
     SessionRow,
     Step,
@@ -177,12 +176,15 @@ def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list
         lines.append("")
     if not trace.steps:
         lines += ["No trace steps recorded", ""]
-    if trace.status == UNFINISHED:
-        end = "Conclusion" if trace.type == AGENT else "Synthesis"
+    end = "Conclusion" if trace.type == AGENT else "Synthesis"
+    if not trace.finished and trace.status == FAILED:
+        lines += ["--- Unfinished ---", f"No {end} recorded: the session stopped with an error (see above).",
+                  ""]
+    elif not trace.finished:
         lines += ["--- Unfinished ---",
                   f"No {end} recorded: the session is still running, or it stopped before answering.", ""]
     elif trace.status == FAILED:
-        lines += ["--- Failed ---", "A step recorded an error (see above).", ""]
+        lines += ["--- Error ---", "A step recorded an error (see above).", ""]
     while lines and lines[-1] == "":
         lines.pop()
     return lines

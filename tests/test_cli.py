@@ -1,0 +1,598 @@
+"""The ``otel-prov`` command against stores filled by real spans of the example flows."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph
+import pytest
+import rdflib
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otel_prov import ProvSpanExporter, load_dataset
+from otel_prov._cli_read import TraceReader
+from otel_prov._config import parse_store
+from otel_prov._store import open_store_for_reading
+from otel_prov._vocab import GRAPH_RETRIEVAL
+from otel_prov.cli import EXTENSIONS, _Progress, build_parser, main
+from otel_prov.examples.rag import RagResult, doc_rag, graph_rag
+from otel_prov.examples.react_agent import (
+    Act,
+    AgentResult,
+    Finish,
+    OfflinePolicy,
+    PolicyError,
+    Turn,
+    run_agent,
+)
+from otel_prov.examples.tools import knowledge_graph
+from tests.graphs import assert_isomorphic
+
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+TG = "https://trustgraph.ai/ns/"
+PROV = "http://www.w3.org/ns/prov#"
+
+
+class StopAfter:
+    """A policy that follows the offline one for ``n`` steps, then fails (a session left unfinished)."""
+
+    name = "stops"
+
+    def __init__(self, n: int) -> None:
+        self.n, self.inner = n, OfflinePolicy()
+
+    def decide(self, question: str, history: list[Turn]) -> Act | Finish:
+        if len(history) >= self.n:
+            raise PolicyError("the model went away")
+        return self.inner.decide(question, history)
+
+
+@dataclass
+class Filled:
+    path: Path
+    agent: AgentResult
+    graph: RagResult
+    docs: RagResult
+    other: RagResult
+    """A DocRAG query in collection "other"."""
+    unfinished: str
+    """The Question IRI of an agent session that stopped before answering (out of steps)."""
+    failed: str
+    """The Question IRI of an agent session whose policy failed in its second cycle."""
+
+
+def _fill(path: Path) -> Filled:
+    exporter = ProvSpanExporter(store=str(path))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        agent = run_agent(tracer_provider=provider)
+        graph = graph_rag(tracer_provider=provider)
+        docs = doc_rag(tracer_provider=provider)
+        other = doc_rag("Where does the Spree flow?", tracer_provider=provider, collection="other")
+        run_agent("What is the population of Berlin?", tracer_provider=provider, max_steps=1)
+        with pytest.raises(PolicyError):
+            run_agent("What is the area of Italy?", policy=StopAfter(1), tracer_provider=provider)
+    finally:
+        provider.shutdown()
+    store = open_store_for_reading(parse_store(str(path)))
+    try:
+        rows = TraceReader(store.inner).sessions()
+    finally:
+        store.close()
+    by_question = {row.question: row.id for row in rows}
+    return Filled(path, agent, graph, docs, other, by_question["What is the population of Berlin?"],
+                  by_question["What is the area of Italy?"])
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
+    return _fill(tmp_path_factory.mktemp("cli") / "store")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def cli(capsysbinary: pytest.CaptureFixture[bytes], *argv: str) -> Result:
+    code = main(list(argv))
+    captured = capsysbinary.readouterr()
+    return Result(code, captured.out.decode("utf-8"), captured.err.decode("utf-8"))
+
+
+def one_error_line(result: Result, *needles: str) -> None:
+    assert result.code == 1
+    assert result.out == ""
+    lines = result.err.splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("otel-prov: error: ")
+    for needle in needles:
+        assert needle in lines[0]
+
+
+# -- list -------------------------------------------------------------------------------------------
+
+
+def test_list_table_newest_first_without_subtraces(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "list", "--store", str(filled.path))
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert [c.strip() for c in lines[0].split("|")] == ["Session ID", "Type", "Question", "Time"]
+    assert set(lines[1]) <= {"-", "+"}
+    body = [[c.strip() for c in line.split("|")] for line in lines[2:]]
+    # six top-level sessions; the agent's document search (a sub-trace) is not listed
+    assert len(body) == 6
+    ids = [row[0] for row in body]
+    assert filled.agent.explain_id in ids and filled.graph.explain_id in ids
+    subtrace_questions = [row[2] for row in body if row[2].startswith("How densely")]
+    assert subtrace_questions == []
+    times = [row[3] for row in body]
+    assert all(TIME.fullmatch(t) for t in times)
+    assert times == sorted(times, reverse=True)
+    by_id = {row[0]: row for row in body}
+    assert by_id[filled.agent.explain_id][1] == "Agent"
+    assert by_id[filled.graph.explain_id][1] == "GraphRAG"
+    assert by_id[filled.docs.explain_id][1] == "DocRAG"
+    assert by_id[filled.unfinished][1] == "Agent (unfinished)"
+    assert by_id[filled.failed][1] == "Agent (error)"
+    # the question is cut to 45 characters, as TrustGraph's
+    question = by_id[filled.agent.explain_id][2]
+    assert len(question) == 45 and question.endswith("...")
+    assert filled.agent.question.startswith(question[:-3])
+
+
+def test_list_json_filters(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json")
+    rows = json.loads(r.out)
+    assert {"id", "type", "question", "time", "trace_id", "collection", "status"} <= set(rows[0])
+    assert {row["type"] for row in rows} == {"Agent", "GraphRAG", "DocRAG"}
+    agent = next(row for row in rows if row["id"] == filled.agent.explain_id)
+    assert agent["question"] == filled.agent.question
+    assert agent["trace_id"] == filled.agent.trace_id
+    assert agent["status"] == "complete"
+
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--type", "agent")
+    assert {row["id"] for row in json.loads(r.out)} == {filled.agent.explain_id, filled.unfinished,
+                                                        filled.failed}
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--limit", "2")
+    assert [row["id"] for row in json.loads(r.out)] == [row["id"] for row in rows[:2]]
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--collection", "other")
+    assert [row["id"] for row in json.loads(r.out)] == [filled.other.explain_id]
+
+
+def test_list_collection_and_store_from_environment(filled: Filled, capsysbinary: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_PROV_STORE", str(filled.path))
+    monkeypatch.setenv("OTEL_PROV_COLLECTION", "other")
+    r = cli(capsysbinary, "list", "--format", "json")
+    assert [row["id"] for row in json.loads(r.out)] == [filled.other.explain_id]
+
+
+def test_list_empty_store(tmp_path: Path, capsysbinary: Any) -> None:
+    ProvSpanExporter(store=str(tmp_path / "empty")).shutdown()
+    r = cli(capsysbinary, "list", "--store", str(tmp_path / "empty"))
+    assert (r.code, r.out, r.err) == (0, "No explainability sessions found.\n", "")
+    r = cli(capsysbinary, "list", "--store", str(tmp_path / "empty"), "--format", "json")
+    assert json.loads(r.out) == []
+
+
+def test_reads_never_create_a_store(tmp_path: Path, capsysbinary: Any) -> None:
+    missing = tmp_path / "nothing-here"
+    for argv in (["list"], ["show", "urn:trustgraph:agent:x"], ["export"], ["query", "ASK {}"]):
+        r = cli(capsysbinary, *argv, "--store", str(missing))
+        one_error_line(r, "no store at", str(missing))
+    assert not missing.exists()
+    r = cli(capsysbinary, "list", "--store", "memory:")
+    one_error_line(r, "memory:")
+    r = cli(capsysbinary, "list", "--store", "bogus://x")
+    one_error_line(r, "unknown store")
+
+
+# -- show -------------------------------------------------------------------------------------------
+
+
+def _section(lines: list[str], title: str) -> list[str]:
+    start = lines.index(title)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("--- ")), len(lines))
+    return lines[start + 1:end]
+
+
+def test_show_agent_text(filled: Filled, capsysbinary: Any) -> None:
+    agent = filled.agent
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path))
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== Agent Session: {agent.explain_id} ==="
+    assert lines[1] == ""
+    assert lines[2] == f"Question: {agent.question}"
+    assert TIME.fullmatch(lines[3].removeprefix("Time: "))
+    assert lines[4] == f"Trace ID: {agent.trace_id}"
+    assert lines[5] == "Collection: default"
+    assert not any(line.startswith("Jaeger:") for line in lines)
+    # every cycle, in order, with thought, action, pretty-printed arguments and observation
+    for n, turn in enumerate(agent.turns, 1):
+        block = _section(lines, f"--- Analysis {n} ---")
+        assert block[0] == f"  Thought: {turn.act.thought}"
+        assert block[1] == f"  Action: {turn.act.tool}"
+        assert block[2] == "  Arguments:"
+        pretty = json.dumps(turn.act.arguments, indent=4, ensure_ascii=False).splitlines()
+        assert block[3:3 + len(pretty)] == ["    " + line for line in pretty]
+        assert block[3 + len(pretty)] == f"  Observation: {turn.observation}"
+    last = _section(lines, f"--- Analysis {len(agent.turns) + 1} ---")
+    assert last[0].startswith("  Thought: ")
+    assert _section(lines, "--- Conclusion ---")[:2] == ["Answer:", f"  {agent.answer}"]
+    assert lines[-1] == f"  {agent.answer}"
+    assert "--- Unfinished ---" not in lines
+    # the document search ran a DocRAG query: shown as a sub-trace of its step
+    search = next(n for n, t in enumerate(agent.turns, 1) if t.act.tool == "search_documents")
+    block = _section(lines, f"--- Analysis {search} ---")
+    assert "  Sub-trace (DocRAG, derived from this step):" in block
+    start = block.index("  Sub-trace (DocRAG, derived from this step):")
+    assert block[start + 1].startswith("    === DocRAG Session: urn:trustgraph:docrag:")
+    assert f"    Derived from: {agent.explain_id}/i{search}" in block
+    assert "    Retrieved 3 chunks from document store" in lines
+
+
+def test_show_graph_rag_text(filled: Filled, capsysbinary: Any) -> None:
+    g = filled.graph
+    r = cli(capsysbinary, "show", g.explain_id, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== GraphRAG Session: {g.explain_id} ==="
+    assert lines[2] == f"Question: {g.question}"
+    assert _section(lines, "--- Exploration ---")[0] == f"Retrieved {len(g.retrieved)} edges from knowledge graph"
+    focus = _section(lines, "--- Focus (Edge Selection) ---")
+    assert focus[0] == f"Selected {len(g.selected)} edges:"
+    kg = knowledge_graph()
+    names = [line for line in focus if re.match(r"  \d+\. \(", line)]
+    assert len(names) == len(g.selected)
+    for i, (edge, line) in enumerate(zip(g.selected, names), 1):
+        local = [v.rsplit("/", 1)[-1] for v in edge]
+        assert line == f"  {i}. ({', '.join(local)})"
+    assert sum(line.startswith("     Reasoning: shares ") for line in focus) == len(g.selected)
+    assert _section(lines, "--- Synthesis ---") == ["Answer:", f"  {g.answer}"]
+    assert kg.graph  # the edges shown are the knowledge graph's
+
+
+def test_show_doc_rag_text_and_jaeger_link(filled: Filled, capsysbinary: Any,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    d = filled.docs
+    r = cli(capsysbinary, "show", d.explain_id, "--store", str(filled.path),
+            "--jaeger-url", "http://jaeger.example:16686/")
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== DocRAG Session: {d.explain_id} ==="
+    assert f"Jaeger: http://jaeger.example:16686/trace/{d.trace_id}" in lines
+    chunks = [hit["id"] for hit in d.retrieved]
+    assert _section(lines, "--- Exploration ---")[:2] == [
+        f"Retrieved {len(chunks)} chunks from document store", f"  Chunks: {', '.join(chunks)}"]
+    assert _section(lines, "--- Synthesis ---") == ["Answer:", f"  {d.answer}"]
+    monkeypatch.setenv("OTEL_PROV_JAEGER_URL", "http://localhost:16686")
+    r = cli(capsysbinary, "show", d.explain_id, "--store", str(filled.path))
+    assert f"Jaeger: http://localhost:16686/trace/{d.trace_id}" in r.out.splitlines()
+
+
+def test_show_unfinished_and_failed_sessions(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "show", filled.unfinished, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert "--- Analysis 1 ---" in lines and "--- Conclusion ---" not in lines
+    assert lines[-2:] == ["--- Unfinished ---", "No Conclusion recorded: the session is still running, "
+                          "or it stopped before answering."]
+    assert json.loads(cli(capsysbinary, "show", filled.unfinished, "--store", str(filled.path),
+                          "--format", "json").out)["status"] == "unfinished"
+
+    r = cli(capsysbinary, "show", filled.failed, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert "  Error: PolicyError: the model went away" in _section(lines, "--- Analysis 2 ---")
+    assert "Error: PolicyError: the model went away" in lines  # on the session too
+    assert lines[-2:] == ["--- Unfinished ---",
+                          "No Conclusion recorded: the session stopped with an error (see above)."]
+
+
+def test_show_a_step_iri_shows_its_session(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "show", f"{filled.agent.explain_id}/i2", "--store", str(filled.path))
+    assert r.out.splitlines()[0] == f"=== Agent Session: {filled.agent.explain_id} ==="
+
+
+def test_show_json(filled: Filled, capsysbinary: Any) -> None:
+    agent = filled.agent
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "json")
+    data = json.loads(r.out)
+    assert (data["id"], data["type"], data["question"], data["status"]) == (
+        agent.explain_id, "Agent", agent.question, "complete")
+    assert data["trace_id"] == agent.trace_id
+    analyses = [s for s in data["steps"] if s["kind"] == "Analysis"]
+    assert [s["number"] for s in analyses] == list(range(1, len(agent.turns) + 2))
+    for step, turn in zip(analyses, agent.turns):
+        assert (step["thought"], step["action"]) == (turn.act.thought, turn.act.tool)
+        assert json.loads(step["arguments"]) == turn.act.arguments
+    assert data["steps"][-1]["kind"] == "Conclusion" and data["steps"][-1]["answer"] == agent.answer
+    subs = [sub for s in data["steps"] for sub in s["subtraces"]]
+    assert len(subs) == 1 and subs[0]["type"] == "DocRAG" and subs[0]["status"] == "complete"
+    r = cli(capsysbinary, "show", filled.graph.explain_id, "--store", str(filled.path), "--format", "json")
+    focus = next(s for s in json.loads(r.out)["steps"] if s["kind"] == "Focus")
+    assert [e["edge"] for e in focus["selectedEdges"]] == filled.graph.selected
+
+
+def test_show_turtle_is_the_trace_subgraph(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "show", filled.docs.explain_id, "--store", str(filled.path), "--format", "turtle")
+    shown = rdflib.Graph().parse(data=r.out, format="turtle")
+    stored = load_dataset(str(filled.path)).graph(rdflib.URIRef(GRAPH_RETRIEVAL))
+    expected = rdflib.Graph()
+    prefix = filled.docs.explain_id
+    for s, p, o in stored:
+        if str(s).startswith(prefix):
+            expected.add((s, p, o))
+    assert_isomorphic(expected, shown)
+
+
+def test_show_dot_and_svg(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    agent = filled.agent
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "dot")
+    assert r.out.startswith("digraph provenance {")
+    nodes = re.findall(r"^  n\d+ \[label=", r.out, re.M)
+    steps = len(agent.turns) + 1 + 1  # analyses and the conclusion
+    subtrace = 3  # the DocRAG question, exploration and synthesis
+    assert len(nodes) == 1 + steps + subtrace
+    assert r.out.count("shape=box") == 2  # the two questions (prov:Activity in the seed profile)
+    assert len(re.findall(r"n\d+ -> n\d+ \[label=\"wasDerivedFrom\"\]", r.out)) == steps + 2
+
+    out = tmp_path / "trace.svg"
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "svg",
+            "--output", str(out))
+    assert (r.code, r.out, r.err) == (0, "", "")
+    svg = ET.parse(out).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    groups = svg.findall(f"{ns}g")
+    assert len(groups) == 1 + steps + subtrace
+    assert sum(g.find(f"{ns}rect") is not None for g in groups) == 2
+    assert sum(g.find(f"{ns}ellipse") is not None for g in groups) == steps + subtrace - 1
+    titles = {g.find(f"{ns}title").text for g in groups}  # type: ignore[union-attr]
+    assert agent.explain_id in titles and f"{agent.explain_id}/final" in titles
+    assert len(svg.findall(f"{ns}path")) == steps + 2 + 1  # + the DocRAG wasGeneratedBy
+
+
+def test_show_strict_profile_draws_agents(tmp_path: Path, capsysbinary: Any) -> None:
+    exporter = ProvSpanExporter(store=str(tmp_path / "s"), profile="strict")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    result = graph_rag(tracer_provider=provider)
+    provider.shutdown()
+    r = cli(capsysbinary, "show", result.explain_id, "--store", str(tmp_path / "s"))
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== GraphRAG Session: {result.explain_id} ==="
+    assert _section(lines, "--- Synthesis ---") == ["Answer:", f"  {result.answer}"]
+    r = cli(capsysbinary, "show", result.explain_id, "--store", str(tmp_path / "s"), "--format", "svg")
+    svg = ET.fromstring(r.out)
+    assert svg.findall(".//{http://www.w3.org/2000/svg}polygon")  # the software agent's house
+
+
+def test_show_unknown_step_type_is_shown(tmp_path: Path, capsysbinary: Any) -> None:
+    """A trace whose first step this viewer does not know (TrustGraph's shows nothing)."""
+    store_path = tmp_path / "foreign"
+    q = "urn:trustgraph:agent:foreign-1"
+    data = f"""
+<{q}> a <{PROV}Activity>, <{TG}Question>, <{TG}AgentQuestion> ;
+    <{TG}query> "Plan a trip" ; <{PROV}startedAtTime> "2026-01-02T03:04:05Z" .
+<{q}/plan> a <{PROV}Entity>, <{TG}Plan> ; <{TG}planStep> "book a train" ;
+    <{PROV}wasDerivedFrom> <{q}> .
+<{q}/i1> a <{PROV}Entity>, <{TG}Analysis> ; <{TG}thought> "first, the train" ;
+    <{TG}action> "book" ; <{PROV}wasDerivedFrom> <{q}/plan> .
+"""
+    store = pyoxigraph.Store(str(store_path))
+    store.load(input=data.encode(), format=pyoxigraph.RdfFormat.TURTLE,
+               to_graph=pyoxigraph.NamedNode(GRAPH_RETRIEVAL))
+    store.flush()
+    del store
+    r = cli(capsysbinary, "show", q, "--store", str(store_path))
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== Agent Session: {q} ==="
+    assert lines[2:4] == ["Question: Plan a trip", "Time: 2026-01-02T03:04:05Z"]
+    assert _section(lines, "--- Plan ---") == [f"  Node: {q}/plan", "  planStep: book a train", ""]
+    assert _section(lines, "--- Analysis 1 ---")[:2] == ["  Thought: first, the train", "  Action: book"]
+    assert lines[-2:] == ["--- Unfinished ---", "No Conclusion recorded: the session is still running, "
+                          "or it stopped before answering."]
+
+
+def test_show_bad_input(filled: Filled, capsysbinary: Any) -> None:
+    one_error_line(cli(capsysbinary, "show", "urn:trustgraph:agent:no-such", "--store", str(filled.path)),
+                   "no trace urn:trustgraph:agent:no-such")
+    one_error_line(cli(capsysbinary, "show", "not an iri", "--store", str(filled.path)), "not an IRI")
+    one_error_line(cli(capsysbinary, "show", "urn:x>} DROP ALL", "--store", str(filled.path)), "not an IRI")
+    one_error_line(cli(capsysbinary, "show", filled.agent.explain_id, "--store", str(filled.path),
+                       "--output", "/nonexistent-dir/x.svg"), "cannot write /nonexistent-dir/x.svg")
+
+
+# -- export -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt,rdflib_format", [("turtle", "turtle"), ("trig", "trig"),
+                                               ("nquads", "nquads"), ("jsonld", "json-ld")])
+def test_export_everything(filled: Filled, capsysbinary: Any, fmt: str, rdflib_format: str) -> None:
+    r = cli(capsysbinary, "export", "--store", str(filled.path), "--format", fmt)
+    assert r.code == 0 and r.err == ""
+    stored = load_dataset(str(filled.path))
+    if fmt == "turtle":
+        exported: Any = rdflib.Graph().parse(data=r.out, format=rdflib_format)
+        assert_isomorphic(stored.graph(rdflib.URIRef(GRAPH_RETRIEVAL)), exported)
+    else:
+        exported = rdflib.Dataset()
+        exported.parse(data=r.out, format=rdflib_format)
+        assert_isomorphic(stored, exported)
+
+
+def test_export_sessions_and_collection(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    out = tmp_path / "agent.nq"
+    r = cli(capsysbinary, "export", "--store", str(filled.path), "--session", filled.agent.explain_id,
+            "--format", "nquads", "--output", str(out))
+    assert (r.code, r.out, r.err) == (0, "", "")
+    ds = rdflib.Dataset()
+    ds.parse(out, format="nquads")
+    questions = {str(s) for s, _, _, _ in ds.quads((None, rdflib.URIRef(TG + "query"), None, None))}
+    assert len(questions) == 2 and filled.agent.explain_id in questions  # with its sub-trace
+    assert not any(filled.graph.explain_id in str(s) for s, _, _, _ in ds.quads((None, None, None, None)))
+
+    r = cli(capsysbinary, "export", "--store", str(filled.path), "--collection", "other")
+    g = rdflib.Graph().parse(data=r.out, format="turtle")
+    assert {str(s) for s in g.subjects(rdflib.URIRef(TG + "query"))} == {filled.other.explain_id}
+    one_error_line(cli(capsysbinary, "export", "--store", str(filled.path), "--session", "urn:x:none"),
+                   "no trace urn:x:none")
+    one_error_line(cli(capsysbinary, "export", "--store", str(filled.path), "-o", "/nonexistent-dir/x"),
+                   "cannot write /nonexistent-dir/x")
+
+
+def test_export_progress_only_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, pipe = Terminal(), io.StringIO()
+    assert list(_Progress(50000, tty).wrap(range(50000))) == list(range(50000))
+    assert list(_Progress(50000, pipe).wrap(range(50000))) == list(range(50000))
+    assert "exporting: 1000/50000 quads (2%)" in tty.getvalue()
+    assert tty.getvalue().endswith("\rexported 50000 quads.                    \n")
+    assert pipe.getvalue() == ""
+    short = Terminal()
+    list(_Progress(10, short).wrap(range(10)))
+    assert short.getvalue() == ""
+
+
+# -- query ------------------------------------------------------------------------------------------
+
+
+def test_query_formats(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    sparql = "SELECT ?q ?text WHERE { ?q tg:query ?text } ORDER BY ?text"
+    r = cli(capsysbinary, "query", sparql, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert [c.strip() for c in lines[0].split("|")] == ["q", "text"]
+    assert lines[-1] == "(7 rows)"  # six sessions and the sub-trace
+    texts = [line.split("|")[1].strip() for line in lines[2:-1]]
+    assert texts == sorted(texts) and filled.agent.question in texts
+
+    data = json.loads(cli(capsysbinary, "query", sparql, "--store", str(filled.path), "--format", "json").out)
+    assert data["head"]["vars"] == ["q", "text"] and len(data["results"]["bindings"]) == 7
+    csv_lines = cli(capsysbinary, "query", sparql, "--store", str(filled.path), "--format", "csv").out.splitlines()
+    assert csv_lines[0] == "q,text" and len(csv_lines) == 8
+
+    assert cli(capsysbinary, "query", "ASK { ?q a tg:AgentQuestion }", "--store", str(filled.path)).out == "true\n"
+    r = cli(capsysbinary, "query", f"CONSTRUCT {{ <{filled.docs.explain_id}> tg:query ?t }} WHERE "
+            f"{{ <{filled.docs.explain_id}> tg:query ?t }}", "--store", str(filled.path))
+    assert len(rdflib.Graph().parse(data=r.out, format="turtle")) == 1
+
+    query_file = tmp_path / "q.rq"
+    query_file.write_text("SELECT (COUNT(*) AS ?n) WHERE { ?s a tg:Analysis }")
+    r = cli(capsysbinary, "query", "--file", str(query_file), "--store", str(filled.path), "--format", "csv")
+    # the agent's cycles, the unfinished session's one, and the failed session's two
+    analyses = len(filled.agent.turns) + 1 + 1 + 2
+    assert r.out.splitlines() == ["n", str(analyses)]
+
+
+def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE {\n  ?q tg:query ?text .\n  FILTER(\n}",
+            "--store", str(filled.path))
+    one_error_line(r, "SPARQL syntax error at line 4, column")
+    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "none.rq"), "--store", str(filled.path)),
+                   f"cannot read {tmp_path / 'none.rq'}")
+    (tmp_path / "bin.rq").write_bytes(b"\xff\xfe\x00")
+    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "bin.rq"), "--store", str(filled.path)),
+                   "cannot read")
+    one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query")
+
+
+# -- demo, help, the process ------------------------------------------------------------------------
+
+
+def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "demo"
+    r = cli(capsysbinary, "demo", "--store", str(store))
+    assert r.code == 0
+    assert "policy: offline (deterministic rules, no language model)" in r.err
+    lines = r.out.splitlines()
+    assert lines[0] == "$ otel-prov list"
+    assert [c.strip() for c in lines[1].split("|")] == ["Session ID", "Type", "Question", "Time"]
+    assert sorted(line.split("|")[1].strip() for line in lines[3:6]) == ["Agent", "DocRAG", "GraphRAG"]
+    assert lines[6] == ""
+    shows = [line for line in lines if line.startswith("$ otel-prov show ")]
+    assert len(shows) == 3
+    for kind in ("Agent", "GraphRAG", "DocRAG"):
+        assert sum(line.startswith(f"=== {kind} Session: ") for line in lines) == 1
+    assert "--- Conclusion ---" in lines and "--- Focus (Edge Selection) ---" in lines
+    # the store holds what was shown, for the other subcommands
+    rows = json.loads(cli(capsysbinary, "list", "--store", str(store), "--format", "json").out)
+    assert {row["id"] for row in rows} == {line.removeprefix("$ otel-prov show ") for line in shows}
+    # a second run adds three more sessions and says there are earlier ones
+    r = cli(capsysbinary, "demo", "--store", str(store), "--quiet")
+    assert "(3 earlier sessions in this store: otel-prov list)" in r.out
+    assert not any(line.startswith("$ otel-prov show") for line in r.out.splitlines())
+
+
+def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "demo", "--store", "memory:", "--profile", "strict", "--collection", "demo")
+    assert r.code == 0
+    assert "(profile strict)" in r.err
+    assert r.out.count("Collection: demo") == 3
+
+
+SUBCOMMANDS = ["list", "show", "export", "query", "demo"]
+
+
+@pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
+def test_help(command: str | None, capsysbinary: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"] if command else ["--help"])
+    assert exit_info.value.code == 0
+    out = capsysbinary.readouterr().out.decode()
+    assert out.startswith(f"usage: otel-prov{' ' + command if command else ''}")
+    if command is None:
+        for name in SUBCOMMANDS:
+            assert name in out
+    if command in ("list", "show", "export", "query"):
+        assert "--store" in out and "OTEL_PROV_STORE" in out
+
+
+def test_extension_hook_registers_serve() -> None:
+    parser = build_parser()
+    choices = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
+    assert set(SUBCOMMANDS) <= set(choices)
+    assert "otel_prov._serve_cli" in EXTENSIONS
+    assert ("serve" in choices) == (Path(__file__).parent.parent / "otel_prov" / "_serve_cli.py").exists()
+
+
+def test_usage_error_exit_status(capsysbinary: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["list", "--limit", "0"])
+    assert exit_info.value.code == 2
+    assert "must be at least 1" in capsysbinary.readouterr().err.decode()
+
+
+def _process(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run([sys.executable, "-m", "otel_prov.cli", *argv], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_as_a_process(filled: Filled, tmp_path: Path) -> None:
+    ok = _process("show", filled.graph.explain_id, "--store", str(filled.path))
+    assert ok.returncode == 0 and ok.stdout.startswith("=== GraphRAG Session: ")
+    for argv in (["show", "urn:trustgraph:agent:none", "--store", str(filled.path)],
+                 ["list", "--store", str(tmp_path / "missing")],
+                 ["query", "SELECT * WHERE { ?s ?p }", "--store", str(filled.path)],
+                 ["query", "--file", str(tmp_path / "missing.rq"), "--store", str(filled.path)]):
+        bad = _process(*argv)
+        assert bad.returncode == 1, argv
+        assert bad.stdout == ""
+        assert len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr, bad.stderr
+    head = subprocess.run(f"{sys.executable} -m otel_prov.cli export --store {filled.path} | head -1",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert head.stdout.startswith("@prefix") and "Traceback" not in head.stderr
