@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,10 +60,14 @@ class OxigraphStore:
         return self._store
 
     def add(self, data: bytes, count: int) -> None:
+        """Store N-Quads made by our term builders (``_terms``: every IRI and literal already
+        valid and escaped), so they are parsed leniently -- about 20% faster.  ``bulk_load``
+        (not atomic; retrying it is harmless, quads are a set) above :data:`BULK_THRESHOLD`
+        quads, a transactional ``load`` below.  Both release the GIL while they parse and write."""
         if count >= BULK_THRESHOLD:
-            self.inner.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS)
+            self.inner.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
         else:
-            self.inner.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS)
+            self.inner.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
 
     def remove(self, quads: Sequence[Quad]) -> None:
         if quads:
@@ -95,8 +100,13 @@ class OxigraphStore:
         try:
             self.flush()
         finally:
-            self._store = None
-            gc.collect()  # RocksDB releases its lock when the last reference goes
+            store, self._store = self._store, None
+            # RocksDB releases its lock when the last reference goes: at once when ours is the
+            # only one (a full collection costs ~60 ms with a big heap), else maybe via a cycle.
+            shared = self.path is not None and sys.getrefcount(store) > 2
+            del store
+            if shared:
+                gc.collect()
 
 
 def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:

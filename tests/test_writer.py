@@ -1,0 +1,195 @@
+"""The write path (``otel_prov._writer.Writer`` over real Oxigraph stores): merging under load,
+lingering and what cuts it short, ordering, concurrency, failures retried and rescued, and text
+that survives the lenient bulk parser exactly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyoxigraph
+import pytest
+
+from otel_prov import _writer
+from otel_prov._mapping import Quad, nquads
+from otel_prov._store import BULK_THRESHOLD, OxigraphStore
+from otel_prov._terms import iri, literal
+from otel_prov._vocab import GRAPH_RETRIEVAL
+from otel_prov._writer import Writer
+
+G = iri(GRAPH_RETRIEVAL)
+P = iri("http://example.org/p")
+
+
+def quads(prefix: str, n: int) -> list[Quad]:
+    return [(iri(f"http://example.org/{prefix}/{i}"), P, literal(f"value {i}"), G) for i in range(n)]
+
+
+class RecordingStore(OxigraphStore):
+    """A real on-disk store that records each write, optionally slow or failing at first."""
+
+    def __init__(self, path: Path, *, delay: float = 0.0, fail_first: int = 0) -> None:
+        super().__init__(path)
+        self.delay = delay
+        self.fail_first = fail_first
+        self.calls: list[int] = []  # quads per successful add
+        self.attempts = 0
+
+    def add(self, data: bytes, count: int) -> None:
+        self.attempts += 1
+        if self.attempts <= self.fail_first:
+            raise OSError(f"injected failure {self.attempts}")
+        time.sleep(self.delay)
+        super().add(data, count)
+        self.calls.append(count)
+
+
+def stored(store: OxigraphStore) -> set[str]:
+    return {str(q) for q in store.inner}
+
+
+def expected(qs: list[Quad]) -> set[str]:
+    want = pyoxigraph.Store()
+    want.load(input=nquads(qs), format=pyoxigraph.RdfFormat.N_QUADS)
+    return {str(q) for q in want}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[RecordingStore]:
+    s = RecordingStore(tmp_path / "store")
+    yield s
+    s.close()
+
+
+def test_batches_queued_while_the_store_is_busy_are_merged_into_few_writes(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "store", delay=0.05)
+    writer = Writer(store)
+    batches = [quads(f"b{i}", 50) for i in range(60)]
+    for batch in batches:
+        writer.add(nquads(batch), len(batch))
+    assert writer.wait(timeout=30)
+    assert writer.close()
+    assert sum(store.calls) == 60 * 50 == writer.written_quads
+    assert len(store.calls) <= 6, store.calls  # 60 submissions, a handful of writes
+    assert stored(store) == expected([q for b in batches for q in b])
+    store.close()
+
+
+def test_a_busy_writer_lingers_for_more_data_but_never_past_a_waiter_or_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_writer, "LINGER", 30.0)  # long enough that only a waiter or close ends it
+    store = RecordingStore(tmp_path / "store", delay=0.2)
+    writer = Writer(store)
+    writer.add(nquads(quads("first", 5)), 5)      # written at once (the writer was idle)
+    time.sleep(0.05)
+    second = writer.add(nquads(quads("second", 5)), 5)  # arrives while the store is busy
+    time.sleep(0.6)
+    assert store.calls == [5]  # the busy writer lingers: the small second batch waits for company
+    started = time.monotonic()
+    assert writer.wait(second, timeout=10)  # a waiter cuts the linger short
+    assert time.monotonic() - started < 5
+    assert store.calls == [5, 5]
+    # Busy again; close() also ends the linger and stores everything.
+    writer.add(nquads(quads("third", 5)), 5)
+    time.sleep(0.05)
+    writer.add(nquads(quads("fourth", 5)), 5)
+    started = time.monotonic()
+    assert writer.close(timeout=10)
+    assert time.monotonic() - started < 5
+    assert sum(store.calls) == 20
+    store.close()
+
+
+def test_an_idle_writer_makes_an_export_readable_at_once(store: RecordingStore) -> None:
+    writer = Writer(store)
+    batch = quads("streamed", 10)
+    writer.add(nquads(batch), len(batch))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not store.calls:
+        time.sleep(0.01)
+    assert stored(store) == expected(batch)  # no flush: streaming
+    writer.close()
+
+
+def test_removals_and_additions_apply_in_submission_order(store: RecordingStore) -> None:
+    writer = Writer(store)
+    a, b = quads("a", 3), quads("b", 3)
+    writer.add(nquads(a), 3)
+    writer.remove(a[:2])
+    writer.add(nquads(b), 3)
+    writer.remove(b[2:])
+    writer.add(nquads(b[2:]), 1)  # re-added after its removal: present
+    assert writer.wait(timeout=10)
+    assert stored(store) == expected(a[2:] + b)
+    writer.close()
+
+
+def test_producers_on_several_threads_lose_nothing(store: RecordingStore) -> None:
+    writer = Writer(store)
+    seqs: list[int] = []
+    lock = threading.Lock()
+
+    def produce(t: int) -> None:
+        for i in range(40):
+            batch = quads(f"t{t}/{i}", 7)
+            seq = writer.add(nquads(batch), len(batch))
+            with lock:
+                seqs.append(seq)
+
+    threads = [threading.Thread(target=produce, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert writer.wait(timeout=30)
+    assert sorted(seqs) == list(range(1, 161))  # every submission got its own sequence number
+    assert writer.written_quads == 4 * 40 * 7
+    assert stored(store) == expected([q for t in range(4) for i in range(40)
+                                      for q in quads(f"t{t}/{i}", 7)])
+    writer.close()
+
+
+def test_a_failing_store_is_retried_and_nothing_is_lost(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "store", fail_first=2)
+    writer = Writer(store)
+    batch = quads("retried", 20)
+    seq = writer.add(nquads(batch), len(batch))
+    assert writer.wait(seq, timeout=30)
+    assert writer.failures == 2 and writer.consecutive_failures == 0
+    assert "injected failure" in writer.last_error
+    assert stored(store) == expected(batch)
+    writer.close()
+    store.close()
+
+
+def test_a_store_that_keeps_failing_at_close_is_rescued_to_a_file(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "store", fail_first=10**9)
+    writer = Writer(store, rescue_dir=tmp_path)
+    first, second = quads("r1", 5), quads("r2", 5)
+    writer.add(nquads(first), 5)
+    writer.add(nquads(second), 5)
+    assert not writer.wait(timeout=0.3)  # not stored: force_flush would say so
+    writer.close(timeout=60)
+    rescued = list(tmp_path.glob("otel-prov-rescue-*.nq"))
+    assert len(rescued) == 1
+    back = pyoxigraph.Store()
+    back.load(path=str(rescued[0]), format=pyoxigraph.RdfFormat.N_QUADS)
+    assert {str(q) for q in back} == expected(first + second)
+    assert writer.wait(timeout=1)  # nobody is left waiting forever
+    store.close()
+
+
+@pytest.mark.parametrize("count", [1, BULK_THRESHOLD])  # the transactional and the bulk path
+def test_text_round_trips_exactly_through_the_lenient_parser(store: RecordingStore, count: int) -> None:
+    tricky = 'quote " backslash \\ newline \n return \r tab \t unicode é 漢字 🙂 \\n literal'
+    batch = [(iri(f"http://example.org/t/{i}"), P, literal(tricky), G) for i in range(count)]
+    writer = Writer(store)
+    writer.add(nquads(batch), len(batch))
+    assert writer.wait(timeout=30)
+    values = {str(row[0].value) for row in store.inner.query(
+        f"SELECT ?o WHERE {{ GRAPH {G} {{ ?s {P} ?o }} }}")}
+    assert values == {tricky}
+    assert len(store.inner) == count
+    writer.close()
