@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A ReAct agent (think, act, observe) with a calculator, a lookup in a small RDF knowledge graph and a document search, recorded with otel-prov.
+"""A ReAct agent (think, act, observe) with a calculator, a lookup in a small RDF knowledge graph
+and a document search, recorded with otel-prov.
 
 The code is in the installed package, ``otel_prov/examples/`` (so that ``otel-prov demo`` can run
 it); this script is its command line.  See examples/README.md.

@@ -218,7 +218,8 @@ SELECT ?q ?query ?time ?sub ?trace ?coll ?agentChild ?chunkChild ?done ?failed W
             by_id[q] = SessionRow(q, type_, row.get("query", ""), row.get("time", ""), row.get("trace"),
                                   row.get("coll"), status)
         sessions = [s for s in by_id.values()
-                    if (kind is None or s.type == kind) and (collection is None or s.collection == collection)]
+                    if (kind is None or s.type == kind)
+                    and (collection is None or s.collection == collection)]
         sessions.sort(key=lambda s: (time_key(s.time), s.id), reverse=True)
         return sessions[:limit] if limit is not None else sessions
 
@@ -253,7 +254,8 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
             rows = []
             for node in frontier:
                 rows += self.select(f"SELECT ?up WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> "
-                                    f"{{ <{node}> prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used ?up }} }}")
+                                    f"{{ <{node}> prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used ?up }} "
+                                    "}")
             frontier = sorted({r["up"] for r in rows if "up" in r} - seen)
             seen.update(frontier)
         exists = self.store.query(
@@ -342,7 +344,8 @@ def _build(question: str, props: dict[str, dict[str, list[Any]]], children: dict
         trace.errors.append(error)
     _walk(question, trace, props, children, seen)
     kinds = {s.kind for s in trace.steps}
-    trace.type = (_type_from_iri(question) or subtype or (AGENT if "Analysis" in kinds or "Conclusion" in kinds
+    trace.type = (_type_from_iri(question) or subtype
+                  or (AGENT if "Analysis" in kinds or "Conclusion" in kinds
                   else DOC_RAG if any(s.value("chunkCount") is not None for s in trace.steps)
                   else GRAPH_RAG if "Exploration" in kinds else UNKNOWN))
     return trace

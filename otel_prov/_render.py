@@ -53,10 +53,16 @@ def session_table(rows: Sequence[SessionRow]) -> str:
     header = ("Session ID", "Type", "Question", "Time")
     body = [(r.id, r.type if r.status == COMPLETE else f"{r.type} ({r.status})",
              _cut(r.question, QUESTION_WIDTH), r.time or "") for r in rows]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(4)]
-    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
+    return "\n".join(table_lines(header, body)) + "\n"
+
+
+def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns separated by `` | ``, padded to their widest cell, a rule under the header."""
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in [list(header), *rows]]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def session_json(rows: Sequence[SessionRow]) -> str:

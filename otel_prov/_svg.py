@@ -109,6 +109,12 @@ def _ranks(graph: ProvGraph, boxes: dict[str, _Box]) -> None:
             box.rank = min(rows) if rows else 0
 
 
+def _barycentre(box: _Box, boxes: dict[str, _Box], targets: dict[str, list[str]]) -> float:
+    """The mean x of the nodes (on rows above) this one points to: where it would like to be."""
+    placed = [boxes[o].x for o in targets[box.node.iri] if boxes[o].rank < box.rank]
+    return sum(placed) / len(placed) if placed else 0.0
+
+
 def _place(graph: ProvGraph, boxes: dict[str, _Box]) -> tuple[float, float]:
     rows: dict[int, list[_Box]] = {}
     for box in boxes.values():
@@ -120,14 +126,11 @@ def _place(graph: ProvGraph, boxes: dict[str, _Box]) -> tuple[float, float]:
     for r in sorted(rows):
         row = rows[r]
 
-        def wanted(box: _Box) -> float:
-            placed = [boxes[o].x for o in targets[box.node.iri] if boxes[o].rank < r]
-            return sum(placed) / len(placed) if placed else 0.0
-
-        row.sort(key=lambda b: (b.node.shape == "agent", wanted(b), b.node.iri))
+        wanted = {b.node.iri: _barycentre(b, boxes, targets) for b in row}
+        row.sort(key=lambda b: (b.node.shape == "agent", wanted[b.node.iri], b.node.iri))
         right = float("-inf")
         for box in row:
-            x = max(wanted(box), right + _COL_GAP + box.w / 2)
+            x = max(wanted[box.node.iri], right + _COL_GAP + box.w / 2)
             box.x, right = x, x + box.w / 2
         height = max(b.h for b in row)
         for box in row:

@@ -25,13 +25,20 @@ from typing import IO, Any
 import pyoxigraph
 
 from ._cli_read import TYPES, TraceNotFound, TraceReader, prov_graph
-from ._config import ENV_COLLECTION, ENV_JAEGER_URL, ENV_PROFILE, ENV_STORE, StoreSpec, parse_collection
-from ._config import parse_store
+from ._config import (
+    ENV_COLLECTION,
+    ENV_JAEGER_URL,
+    ENV_PROFILE,
+    ENV_STORE,
+    StoreSpec,
+    parse_collection,
+    parse_store,
+)
 from ._errors import ProvError
 from ._render import (
-    jaeger_link,
     session_json,
     session_table,
+    table_lines,
     trace_json,
     trace_text,
     triples_turtle,
@@ -185,7 +192,8 @@ class _Progress:
 
 def _graph_quads(store: pyoxigraph.Store) -> tuple[int, Iterable[pyoxigraph.Quad]]:
     graph = pyoxigraph.NamedNode(GRAPH_RETRIEVAL)
-    count = next(iter(store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?s ?p ?o }} }}")))
+    count = next(iter(store.query(
+        f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?s ?p ?o }} }}")))
     return int(count["n"].value), store.quads_for_pattern(None, None, None, graph)
 
 
@@ -207,14 +215,15 @@ def _session_quads(store: pyoxigraph.Store, iris: Iterable[str]) -> list[pyoxigr
 def cmd_export(args: argparse.Namespace) -> int:
     fmt = _EXPORT_FORMATS[args.format]
     collection = _collection(args)
+    items: Iterable[pyoxigraph.Quad]
     with _Opened(args) as store:
         if args.session:
             quads = _session_quads(store, [_check_iri(s) for s in args.session])
-            total, items = len(quads), iter(quads)
+            total, items = len(quads), quads
         elif collection is not None:
             ids = [row.id for row in TraceReader(store).sessions(collection=collection)]
             quads = _session_quads(store, ids)
-            total, items = len(quads), iter(quads)
+            total, items = len(quads), quads
         else:
             total, items = _graph_quads(store)
         progress = _Progress(total)
@@ -260,18 +269,13 @@ def _read_query(args: argparse.Namespace) -> str:
 def _cell(term: Any) -> str:
     if term is None:
         return ""
-    if isinstance(term, pyoxigraph.Literal):
-        return term.value
-    if isinstance(term, pyoxigraph.NamedNode):
-        return term.value
+    if isinstance(term, (pyoxigraph.Literal, pyoxigraph.NamedNode)):
+        return str(term.value)
     return str(term)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    clean = [[" ".join(cell.split()) for cell in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in clean)]) for i, h in enumerate(header)]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [list(header), *clean]]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
+    lines = table_lines(header, [[" ".join(cell.split()) for cell in row] for row in rows])
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(lines) + "\n"
 
@@ -329,8 +333,9 @@ def _common(parser: argparse.ArgumentParser, *, collection: bool = False) -> Non
 
 def _add(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_: str,
          description: str = "", epilog: str = "") -> argparse.ArgumentParser:
-    parser = sub.add_parser(name, help=help_, description=description or help_, epilog=epilog,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_, description=description or help_, epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(func=func)
     return parser
 

@@ -252,13 +252,14 @@ def test_show_graph_rag_text(filled: Filled, capsysbinary: Any) -> None:
     lines = r.out.splitlines()
     assert lines[0] == f"=== GraphRAG Session: {g.explain_id} ==="
     assert lines[2] == f"Question: {g.question}"
-    assert _section(lines, "--- Exploration ---")[0] == f"Retrieved {len(g.retrieved)} edges from knowledge graph"
+    exploration = _section(lines, "--- Exploration ---")
+    assert exploration[0] == f"Retrieved {len(g.retrieved)} edges from knowledge graph"
     focus = _section(lines, "--- Focus (Edge Selection) ---")
     assert focus[0] == f"Selected {len(g.selected)} edges:"
     kg = knowledge_graph()
     names = [line for line in focus if re.match(r"  \d+\. \(", line)]
     assert len(names) == len(g.selected)
-    for i, (edge, line) in enumerate(zip(g.selected, names), 1):
+    for i, (edge, line) in enumerate(zip(g.selected, names, strict=False), 1):
         local = [v.rsplit("/", 1)[-1] for v in edge]
         assert line == f"  {i}. ({', '.join(local)})"
     assert sum(line.startswith("     Reasoning: shares ") for line in focus) == len(g.selected)
@@ -314,7 +315,7 @@ def test_show_json(filled: Filled, capsysbinary: Any) -> None:
     assert data["trace_id"] == agent.trace_id
     analyses = [s for s in data["steps"] if s["kind"] == "Analysis"]
     assert [s["number"] for s in analyses] == list(range(1, len(agent.turns) + 2))
-    for step, turn in zip(analyses, agent.turns):
+    for step, turn in zip(analyses, agent.turns, strict=False):
         assert (step["thought"], step["action"]) == (turn.act.thought, turn.act.tool)
         assert json.loads(step["arguments"]) == turn.act.arguments
     assert data["steps"][-1]["kind"] == "Conclusion" and data["steps"][-1]["answer"] == agent.answer
@@ -482,10 +483,12 @@ def test_query_formats(filled: Filled, capsysbinary: Any, tmp_path: Path) -> Non
 
     data = json.loads(cli(capsysbinary, "query", sparql, "--store", str(filled.path), "--format", "json").out)
     assert data["head"]["vars"] == ["q", "text"] and len(data["results"]["bindings"]) == 7
-    csv_lines = cli(capsysbinary, "query", sparql, "--store", str(filled.path), "--format", "csv").out.splitlines()
+    csv_lines = cli(capsysbinary, "query", sparql, "--store", str(filled.path),
+                    "--format", "csv").out.splitlines()
     assert csv_lines[0] == "q,text" and len(csv_lines) == 8
 
-    assert cli(capsysbinary, "query", "ASK { ?q a tg:AgentQuestion }", "--store", str(filled.path)).out == "true\n"
+    ask = cli(capsysbinary, "query", "ASK { ?q a tg:AgentQuestion }", "--store", str(filled.path))
+    assert ask.out == "true\n"
     r = cli(capsysbinary, "query", f"CONSTRUCT {{ <{filled.docs.explain_id}> tg:query ?t }} WHERE "
             f"{{ <{filled.docs.explain_id}> tg:query ?t }}", "--store", str(filled.path))
     assert len(rdflib.Graph().parse(data=r.out, format="turtle")) == 1
@@ -502,10 +505,11 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
     r = cli(capsysbinary, "query", "SELECT ?q WHERE {\n  ?q tg:query ?text .\n  FILTER(\n}",
             "--store", str(filled.path))
     one_error_line(r, "SPARQL syntax error at line 4, column")
-    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "none.rq"), "--store", str(filled.path)),
+    store = str(filled.path)
+    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "none.rq"), "--store", store),
                    f"cannot read {tmp_path / 'none.rq'}")
     (tmp_path / "bin.rq").write_bytes(b"\xff\xfe\x00")
-    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "bin.rq"), "--store", str(filled.path)),
+    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "bin.rq"), "--store", store),
                    "cannot read")
     one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query")
 

@@ -197,7 +197,8 @@ def endpoint() -> Iterator[Any]:
 def test_chat_policy_drives_the_agent(endpoint: Any, captured: Any,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     server = endpoint([
-        'I will compute. {"thought": "compute it", "action": "calculator", "arguments": {"expression": "6 * 7"}}',
+        'I will compute. {"thought": "compute it", "action": "calculator", '
+        '"arguments": {"expression": "6 * 7"}}',
         '{"thought": "done", "answer": "42"}',
     ])
     monkeypatch.setenv("OTEL_PROV_EXAMPLE_MODEL", "test-model")

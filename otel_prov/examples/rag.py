@@ -42,7 +42,7 @@ def _rank_edges(edges: list[Edge], question: str) -> list[tuple[float, str, Edge
     words = [set(tokens(e.text())) for e in edges]
     df = Counter(w for ws in words for w in ws)
     ranked = []
-    for edge, ws in zip(edges, words):
+    for edge, ws in zip(edges, words, strict=False):
         shared = sorted(wanted & ws)
         if shared:
             score = round(sum(math.log(len(edges) / df[w]) + 0.1 for w in shared), 3)

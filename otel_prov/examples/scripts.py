@@ -54,7 +54,8 @@ def _parser(description: str, default_question: str) -> argparse.ArgumentParser:
                         help=f"the question (default: {default_question!r})")
     parser.add_argument("--store", help="write to this store ('oxigraph:PATH', a path, 'memory:') with an "
                         "own exporter, even under opentelemetry-instrument")
-    parser.add_argument("--collection", default="default", help="collection of the session (default: default)")
+    parser.add_argument("--collection", default="default",
+                        help="collection of the session (default: default)")
     return parser
 
 

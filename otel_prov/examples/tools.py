@@ -62,7 +62,7 @@ def calculate(expression: str) -> float | int:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as exc:
         raise CalculatorError(f"not an arithmetic expression: {expression!r}") from exc
-    result = _eval(tree.body)
+    result: float | int = _eval(tree.body)
     if isinstance(result, float) and result.is_integer() and abs(result) < 2**53:
         return int(result)
     return result
@@ -133,7 +133,7 @@ class KnowledgeGraph:
         """The values of ``relation`` for ``entity`` (both given by their labels)."""
         rows = self.graph.query(_LOOKUP, initNs={"rdfs": RDFS}, initBindings={
             "name": rdflib.Literal(entity), "rel": rdflib.Literal(relation)})
-        return [str(row.label if row.label is not None else row.value) for row in rows]  # type: ignore[union-attr]
+        return [str(row.label if row.label is not None else row.value) for row in rows]
 
     def entities_in(self, text: str) -> list[rdflib.URIRef]:
         """Entities whose label occurs in ``text`` as whole words (longest labels first)."""
