@@ -316,7 +316,8 @@ class Receiver:
         with self._cv:
             self.stats.requests += 1
             if self._closed:
-                kind, outcome = "shutting down", _unavailable("the receiver is closed", RETRY_DRAINING_SECONDS)
+                kind = "shutting down"
+                outcome = _unavailable("the receiver is closed", RETRY_DRAINING_SECONDS)
             elif writer.consecutive_failures:
                 kind = "store failing"
                 outcome = _unavailable(f"the store is failing ({writer.last_error}); retry later",

@@ -46,7 +46,7 @@ HELP = "receive OTLP traces (gRPC and HTTP) and store their explainability graph
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``serve`` to an argparse subparsers object; the parser's default ``func`` runs it."""
-    parser = subparsers.add_parser("serve", help=HELP, description=HELP + (
+    parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=HELP + (
         ". Every option falls back to the environment variable named in its help, then the default."))
     configure(parser)
     return parser

@@ -16,10 +16,7 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from google.protobuf.any_pb2 import Any as AnyMessage
-from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceRequest,
@@ -27,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from ._serve import MAX_MESSAGE_BYTES, Answer, Outcome, Receiver, ServeSettings
+from ._serve_status import UNAVAILABLE, retry_info, status
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +43,10 @@ _EXTRA_WORKERS = 16
 
 def retry_trailers(outcome: Outcome) -> list[tuple[str, bytes]]:
     """Both trailers that carry ``google.rpc.RetryInfo`` for an UNAVAILABLE answer."""
-    seconds = int(outcome.retry_after)
-    nanos = int(round((outcome.retry_after - seconds) * 1e9))
-    retry_info = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=seconds, nanos=nanos))
-    detail = AnyMessage()
-    detail.Pack(retry_info)
-    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=outcome.message, details=[detail])
+    details = status(UNAVAILABLE, outcome.message, outcome.retry_after)
     return [
-        (STATUS_DETAILS_TRAILER, status.SerializeToString()),
-        (RETRY_INFO_TRAILER, retry_info.SerializeToString()),
+        (STATUS_DETAILS_TRAILER, details.SerializeToString()),
+        (RETRY_INFO_TRAILER, retry_info(outcome.retry_after).SerializeToString()),
     ]
 
 
@@ -83,7 +76,7 @@ class _Handlers:
             if outcome.rejected_spans:
                 response.partial_success.CopyFrom(ExportTracePartialSuccess(
                     rejected_spans=outcome.rejected_spans, error_message=outcome.message))
-            return response.SerializeToString()
+            return bytes(response.SerializeToString())
         finally:
             receiver.end()
 

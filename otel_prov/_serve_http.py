@@ -23,7 +23,6 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
-from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceRequest,
@@ -31,6 +30,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from ._serve import MAX_MESSAGE_BYTES, Answer, Outcome, Receiver, ServeSettings
+from ._serve_status import INVALID_ARGUMENT, UNAUTHENTICATED, UNAVAILABLE
+from ._serve_status import status as rpc_status
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
             request = decode_json(body) if content_type == JSON else decode_protobuf(body)
         except BadRequest as exc:
             receiver.refuse_invalid(exc.kind, exc.detail)
-            self._error(exc.status, code_pb2.INVALID_ARGUMENT, str(exc), encoding)
+            self._error(exc.status, INVALID_ARGUMENT, str(exc), encoding)
             return
         self._answer(receiver.ingest(request), encoding)
 
@@ -273,17 +274,17 @@ class _Handler(BaseHTTPRequestHandler):
                     rejected_spans=outcome.rejected_spans, error_message=outcome.message))
             self._send(HTTPStatus.OK, encoding, _encode(response, encoding))
         elif outcome.answer is Answer.UNAVAILABLE:
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, code_pb2.UNAVAILABLE, outcome.message, encoding,
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, UNAVAILABLE, outcome.message, encoding,
                         {"Retry-After": str(outcome.retry_after_seconds)})
         elif outcome.answer is Answer.UNAUTHENTICATED:
-            self._error(HTTPStatus.UNAUTHORIZED, code_pb2.UNAUTHENTICATED, outcome.message, encoding,
+            self._error(HTTPStatus.UNAUTHORIZED, UNAUTHENTICATED, outcome.message, encoding,
                         {"WWW-Authenticate": "Bearer"})
         else:
-            self._error(HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, outcome.message, encoding)
+            self._error(HTTPStatus.BAD_REQUEST, INVALID_ARGUMENT, outcome.message, encoding)
 
     def _error(self, status: HTTPStatus, code: int, message: str, encoding: str,
                headers: dict[str, str] | None = None) -> None:
-        body = _encode(status_pb2.Status(code=code, message=message), encoding)
+        body = _encode(rpc_status(code, message), encoding)
         self._send(status, encoding, body, headers)
 
     def _send(self, status: HTTPStatus, content_type: str, body: bytes,
@@ -301,8 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _encode(message: Message, encoding: str) -> bytes:
     if encoding == JSON:
-        return json_format.MessageToJson(message, indent=None).encode("utf-8")
-    return message.SerializeToString()
+        return str(json_format.MessageToJson(message, indent=None)).encode("utf-8")
+    return bytes(message.SerializeToString())
 
 
 class _Server(ThreadingHTTPServer):

@@ -183,11 +183,18 @@ def test_agent_through_the_collector_to_jaeger_and_otel_prov(tmp_path: Path, pro
 
 _SCRIPT = textwrap.dedent("""\
     import json, sys
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from otel_prov.examples.react_agent import run_agent
 
+    memory = InMemorySpanExporter()  # next to the configured exporters: what was sent
+    trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(memory))
     result = run_agent()
+    spans = {f"{s.context.span_id:016x}": (s.name, f"{s.parent.span_id:016x}" if s.parent else None)
+             for s in memory.get_finished_spans()}
     json.dump({"trace_id": result.trace_id, "explain_id": result.explain_id, "answer": result.answer,
-               "iterations": len(result.turns)}, sys.stdout)
+               "iterations": len(result.turns), "spans": spans}, sys.stdout)
 """)
 
 
@@ -230,8 +237,8 @@ def test_in_process_otlp_and_prov_exporters(tmp_path: Path, procs: list[Proc]) -
     prov = read_store(store)
     try:
         span_ids = {str(row["s"].value) for row in prov.query(
-            f'SELECT DISTINCT ?s WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?n <{OTELPROV.traceId}> "{trace_id}" ; '
-            f'<{OTELPROV.spanId}> ?s }} }}')}
+            f'SELECT DISTINCT ?s WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ '
+            f'?n <{OTELPROV.traceId}> "{trace_id}" ; <{OTELPROV.spanId}> ?s }} }}')}
         rows = list(prov.query(f"""
             SELECT (COUNT(DISTINCT ?a) AS ?analyses) (COUNT(DISTINCT ?c) AS ?conclusions) WHERE {{
               GRAPH <{GRAPH_RETRIEVAL}> {{
@@ -242,12 +249,19 @@ def test_in_process_otlp_and_prov_exporters(tmp_path: Path, procs: list[Proc]) -
         prov.close()
     assert int(rows[0]["analyses"].value) >= result["iterations"]
     assert int(rows[0]["conclusions"].value) == 1
+    sent: dict[str, list[str | None]] = result["spans"]
+    assert span_ids and span_ids <= set(sent), "the store's spanIds are not spans the agent sent"
 
     def in_jaeger() -> dict[str, Any] | None:
         trace = jaeger.trace(trace_id)
-        return trace if trace and span_ids <= {s["spanID"] for s in trace["spans"]} else None
+        return trace if trace and set(sent) <= {s["spanID"] for s in trace["spans"]} else None
 
     trace = wait_until(in_jaeger, TIMEOUT, "Jaeger to hold the in-process trace", interval=0.2, proc=jaeger)
+    for got in trace["spans"]:
+        name, parent = sent[got["spanID"]]
+        assert got["operationName"] == name
+        assert [r["spanID"] for r in got.get("references", []) if r["refType"] == "CHILD_OF"] == \
+            ([parent] if parent else [])
     service = {p["serviceName"] for p in trace["processes"].values()}
     assert service == {"e2e-in-process"}
     assert time.monotonic() - started < 120

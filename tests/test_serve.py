@@ -385,6 +385,7 @@ def test_backpressure_answers_unavailable_with_both_retry_trailers(make_server: 
                              headers={"Content-Type": "application/x-protobuf"})
         assert resp.status_code == 503
         assert resp.headers["Retry-After"] == "1"
+        assert status_pb2.Status.FromString(resp.content).code == grpc.StatusCode.UNAVAILABLE.value[0]
         assert not held.done()  # not acknowledged before the commit
         store.gate.set()
         held.result(timeout=10)
