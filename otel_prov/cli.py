@@ -209,7 +209,7 @@ def _session_quads(store: pyoxigraph.Store, iris: Iterable[str]) -> list[pyoxigr
             if quad not in seen:
                 seen.add(quad)
                 quads.append(quad)
-    return quads
+    return sorted(quads, key=str)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
