@@ -1,0 +1,151 @@
+"""Property tests: the graph does not depend on how a trace's spans are batched, ordered or repeated.
+
+Sessions of the three flows are made by the real helper API, standard GenAI agent traces by the
+plain OpenTelemetry API (tests/strategies.py); both go through a real ``ProvSpanExporter`` (memory
+store, ``export()`` called directly, then ``force_flush``) and through ``spans_to_dataset``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import rdflib
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+from rdflib import RDF, Literal, URIRef
+
+from otel_prov import PROFILES, TG, ProvSpanExporter, spans_to_dataset
+from tests.graphs import assert_isomorphic
+from tests.strategies import (
+    AgentPlan,
+    DocRagPlan,
+    GenAIAgent,
+    GenAIPlan,
+    GraphRagPlan,
+    deliver,
+    genai_plans,
+    helper_plans,
+    run_plan,
+    schedules,
+)
+
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def export(batches: Sequence[Sequence[ReadableSpan]], profile: str) -> rdflib.Dataset:
+    """What a real exporter stores after exporting these batches, in order."""
+    exporter = ProvSpanExporter(store="memory:", profile=profile)
+    try:
+        for batch in batches:
+            assert exporter.export(batch) is SpanExportResult.SUCCESS
+        assert exporter.force_flush()
+        return exporter.store.to_dataset()
+    finally:
+        exporter.shutdown()
+
+
+def quads(ds: rdflib.Dataset) -> set[tuple[object, ...]]:
+    return {(s, p, o, g.identifier if isinstance(g, rdflib.Graph) else g)
+            for s, p, o, g in ds.quads((None, None, None, None))}
+
+
+def typed(ds: rdflib.Dataset, cls: URIRef) -> set[object]:
+    return {s for s, _, _, _ in ds.quads((None, RDF.type, cls, None))}
+
+
+def values(ds: rdflib.Dataset, pred: URIRef) -> Counter[str]:
+    return Counter(str(o) for _, _, o, _ in ds.quads((None, pred, None, None)))
+
+
+def check_same_whatever_the_delivery(spans: list[ReadableSpan], schedule: list[list[int]],
+                                     profile: str) -> rdflib.Dataset:
+    whole = export([spans], profile)
+    batches = deliver(spans, schedule)
+    assert_isomorphic(whole, export(batches, profile))
+    assert_isomorphic(whole, spans_to_dataset(spans, profile))
+    assert_isomorphic(whole, spans_to_dataset([s for b in batches for s in b], profile))
+    return whole
+
+
+# -- what the graph must hold (so that an empty or collapsed graph cannot pass) ------------------------
+
+
+def _expected_helper(plan: AgentPlan | GraphRagPlan | DocRagPlan) -> Counter[URIRef]:
+    want: Counter[URIRef] = Counter({URIRef(TG.Question): 1, URIRef(TG.Analysis): 0,
+                                     URIRef(TG.Conclusion): 0, URIRef(TG.Synthesis): 0})
+    if isinstance(plan, AgentPlan):
+        want[URIRef(TG.Analysis)] += len(plan.steps)
+        want[URIRef(TG.Conclusion)] += plan.answer is not None
+        for step in plan.steps:
+            if isinstance(step.inner, GenAIAgent):
+                _add_genai(want, step.inner.all_agents(), len(step.inner.all_tools()))
+            elif isinstance(step.inner, DocRagPlan):
+                want[URIRef(TG.Question)] += 1
+                want[URIRef(TG.Synthesis)] += step.inner.answer is not None
+    else:
+        want[URIRef(TG.Synthesis)] += plan.answer is not None
+    return want
+
+
+def _add_genai(want: Counter[URIRef], agents: list[GenAIAgent], tools: int) -> None:
+    want[URIRef(TG.Question)] += len(agents)
+    want[URIRef(TG.Analysis)] += tools
+    want[URIRef(TG.Conclusion)] += sum(a.answer is not None for a in agents)
+
+
+def _assert_counts(ds: rdflib.Dataset, want: Counter[URIRef]) -> None:
+    got = {cls: len(typed(ds, cls)) for cls in want}
+    assert got == dict(want)
+
+
+# -- the properties -----------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(plan=helper_plans, profile=st.sampled_from(PROFILES), data=st.data())
+def test_helper_sessions_any_delivery_same_graph(plan: AgentPlan | GraphRagPlan | DocRagPlan,
+                                                 profile: str, data: st.DataObject) -> None:
+    spans = run_plan(plan)
+    schedule = data.draw(schedules(len(spans)), label="schedule")
+    whole = check_same_whatever_the_delivery(spans, schedule, profile)
+    _assert_counts(whole, _expected_helper(plan))
+    assert plan.question in values(whole, URIRef(TG.query))
+
+
+@SETTINGS
+@given(plan=genai_plans(), profile=st.sampled_from(PROFILES), data=st.data())
+def test_genai_traces_any_delivery_same_graph(plan: GenAIPlan, profile: str, data: st.DataObject) -> None:
+    spans = run_plan(plan)
+    schedule = data.draw(schedules(len(spans)), label="schedule")
+    whole = check_same_whatever_the_delivery(spans, schedule, profile)
+    want: Counter[URIRef] = Counter()
+    _add_genai(want, plan.all_agents(), len(plan.all_tools()))
+    _assert_counts(whole, want)
+    assert values(whole, URIRef(TG.action)) == Counter(t.name for t in plan.all_tools())
+    assert values(whole, URIRef(TG.query)) == Counter(a.query or "" for a in plan.all_agents())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=helper_plans, profile=st.sampled_from(PROFILES))
+def test_running_session_already_shows_question_and_finished_steps(
+        plan: AgentPlan | GraphRagPlan | DocRagPlan, profile: str) -> None:
+    finished_early: list[ReadableSpan] = []
+    spans = run_plan(plan, before_end=finished_early.extend)
+    assert finished_early, "the snapshot was taken"
+    roots = [s for s in spans if s.parent is None]
+    assert len(roots) == 1 and roots[0] not in finished_early  # the session was still running
+    partial, final = export([finished_early], profile), export([spans], profile)
+    assert quads(partial) <= quads(final)
+    assert plan.question in values(partial, URIRef(TG.query))
+    assert len(typed(partial, URIRef(TG.Question))) >= 1
+    assert typed(partial, URIRef(TG.Analysis)) == typed(final, URIRef(TG.Analysis))
+    if isinstance(plan, AgentPlan) and plan.answer is not None:
+        assert (None, URIRef(TG.answer), Literal(plan.answer)) not in _triples(partial)
+
+
+def _triples(ds: rdflib.Dataset) -> set[tuple[object, ...]]:
+    return {(None, p, o) for _, p, o, _ in ds.quads((None, None, None, None))}
