@@ -354,11 +354,14 @@ def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
     rss_before = _status_kib("VmRSS")
     t0 = time.perf_counter()
     failures = _feed(exporter, spans, batch)
+    t1 = time.perf_counter()
     exporter.shutdown()
     seconds = time.perf_counter() - t0
     result: dict[str, Any] = {
         "seconds": seconds,
         "spans_per_s": len(spans) / seconds,
+        "export_calls_s": t1 - t0,
+        "shutdown_s": seconds - (t1 - t0),
         "rss_peak_mib": (_status_kib("VmHWM") - rss_before) / 1024,
         "export_failures": failures,
     }
@@ -437,6 +440,46 @@ def run_forked(timeout: float, func: Callable[[], dict[str, Any]]) -> dict[str, 
     return json.loads(b"".join(chunks) or b'{"error": "the measurement process died"}')
 
 
+# -- how busy the machine is with other work -----------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_busy_s() -> float:
+    """CPU-seconds spent busy by the whole machine so far (all CPUs)."""
+    with open("/proc/stat") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / _TICK
+
+
+def _own_cpu_s(receiver: Receiver) -> float:
+    """CPU-seconds used by this benchmark: this process, its finished children, the receiver."""
+    t = os.times()
+    own = t.user + t.system + t.children_user + t.children_system
+    try:
+        with open(f"/proc/{receiver.proc.pid}/stat") as fh:
+            stat = fh.read().rsplit(")", 1)[1].split()
+        own += (int(stat[11]) + int(stat[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        pass
+    return own
+
+
+class OtherLoad:
+    """How many CPUs other processes kept busy while the benchmark ran (it shares the machine)."""
+
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+        self.start = (time.monotonic(), _cpu_busy_s(), _own_cpu_s(receiver))
+
+    def cpus(self) -> float:
+        wall0, busy0, own0 = self.start
+        wall = time.monotonic() - wall0
+        others = (_cpu_busy_s() - busy0) - (_own_cpu_s(self.receiver) - own0)
+        return max(0.0, others / wall) if wall > 0 else 0.0
+
+
 # -- report -------------------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -466,33 +509,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"receiver: {receiver.kind}, 127.0.0.1:{receiver.port}, separate process")
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ORDER}
     memory: dict[str, dict[str, Any]] = {}
+    before = OtherLoad(receiver)
+    time.sleep(1.0)
+    print(f"other processes before the runs: {before.cpus():.2f} of {os.cpu_count()} CPUs busy")
+    load = OtherLoad(receiver)
     try:
         for repeat in range(args.repeats):
             order = ORDER if repeat % 2 == 0 else tuple(reversed(ORDER))
             for kind in order:
-                result = run_forked(args.timeout, lambda: measure(
+                result = run_forked(args.timeout, lambda kind=kind: measure(
                     kind, spans, args.batch_size, workdir, receiver, expected, expected_count, False))
                 runs[kind].append(result)
                 print(f"  run {repeat + 1} {kind:12s} {_one(result)}", flush=True)
         if not args.no_tracemalloc:
             for kind in ORDER:
-                memory[kind] = run_forked(args.timeout, lambda: measure(
+                memory[kind] = run_forked(args.timeout, lambda kind=kind: measure(
                     kind, spans, args.batch_size, workdir, receiver, expected, expected_count, True))
+        others = load.cpus()
     finally:
         receiver.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    return report(runs, memory, len(spans), receiver.kind, args)
+    return report(runs, memory, len(spans), receiver.kind, others, args)
 
 
 def _one(result: dict[str, Any]) -> str:
     if "error" in result:
         return f"ERROR {result['error']}"
-    text = f"{result['spans_per_s']:9,.0f} spans/s  {result['seconds']:.3f} s  RSS +{result['rss_peak_mib']:.0f} MiB"
+    text = (f"{result['spans_per_s']:9,.0f} spans/s  {result['seconds']:.3f} s (export() calls "
+            f"{result['export_calls_s']:.3f} s + shutdown {result['shutdown_s']:.3f} s)  "
+            f"RSS +{result['rss_peak_mib']:.0f} MiB")
     return text + (f"  INVALID: {result['invalid']}" if result.get("invalid") else "")
 
 
 def report(runs: dict[str, list[dict[str, Any]]], memory: dict[str, dict[str, Any]], count: int,
-           receiver: str, args: argparse.Namespace) -> int:
+           receiver: str, others: float, args: argparse.Namespace) -> int:
     ok = True
     medians: dict[str, float] = {}
     print(f"\n{'exporter':42s} {'median spans/s':>14s}  {'runs (spans/s)':30s} {'peak RSS +MiB':>13s} "
@@ -510,12 +560,14 @@ def report(runs: dict[str, list[dict[str, Any]]], memory: dict[str, dict[str, An
     print(f"\nratio (a)/(c) on-disk PROV vs OTLP: {medians[PROV_DISK] / medians[OTLP]:.2f}")
     print(f"ratio (b)/(c) in-memory PROV vs OTLP: {medians[PROV_MEMORY] / medians[OTLP]:.2f}")
     print(f"receiver: {receiver}")
+    print(f"other processes during the runs: {others:.2f} of {os.cpu_count()} CPUs busy"
+          + ("  (the machine was shared: figures are noisy)" if others > 0.25 else ""))
     if not ok:
         print("SOME RUNS FAILED OR WERE INVALID (see above): the figures are not trustworthy")
     if args.json:
         args.json.write_text(json.dumps({"spans": count, "batch_size": args.batch_size,
                                          "receiver": receiver, "runs": runs, "tracemalloc": memory,
-                                         "medians": medians}, indent=2))
+                                         "medians": medians, "other_cpus": others}, indent=2))
     return 0 if ok else 1
 
 
