@@ -29,9 +29,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from rdflib.namespace import PROV
+
 from . import attributes as A
 from ._mapping import (
     PROFILES,
+    STRICT,
     Mapped,
     analysis_iri,
     is_prov_span,
@@ -40,8 +43,8 @@ from ._mapping import (
     session_uuid,
 )
 from ._spans import SpanRecord
-from ._terms import hex_span_id, hex_trace_id, uuid_from_trace_id
-from ._vocab import OTELPROV_NS
+from ._terms import hex_span_id, hex_trace_id, iri, uuid_from_trace_id
+from ._vocab import AGENT_PREFIX, DOC_RAG_PREFIX, GRAPH_RAG_PREFIX, GRAPH_RETRIEVAL, OTELPROV_NS
 
 OP_INVOKE_AGENT = "invoke_agent"
 OP_EXECUTE_TOOL = "execute_tool"
@@ -58,6 +61,8 @@ NO_QUERY = ("agent span without a query (no user text in gen_ai.input.messages, 
 PARENT_LOOP = "span whose chain of parents loops (waits forever)"
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+_GRAPH = iri(GRAPH_RETRIEVAL)
+_GENERATED_BY = iri(str(PROV.wasGeneratedBy))
 _PROV_KEYS = (A.FLOW, A.STEP, A.SESSION_ID, A.ITERATION)
 """What a tree needs of an ``otel_prov`` span: that it is one, and the IRI of its step."""
 _READ_KEYS = (
@@ -333,8 +338,15 @@ class _Tree:
 # -- the mapping ----------------------------------------------------------------------------------------
 
 
-def _nested_uuid(rec: SpanRecord) -> str:
-    return str(_uuid.uuid5(_NESTED_NAMESPACE, f"{hex_trace_id(rec.trace_id)}/{hex_span_id(rec.span_id)}"))
+def _is_question_iri(value: str) -> bool:
+    return any(value.startswith(prefix) and "/" not in value[len(prefix):]
+               for prefix in (AGENT_PREFIX, GRAPH_RAG_PREFIX, DOC_RAG_PREFIX))
+
+
+def nested_agent_uuid(trace_id: int, span_id: int) -> str:
+    """The ``{uuid}`` of an agent span that does not own its trace id (a nested agent, or a later
+    top-level one): a name-based UUID (v5) of the trace id and span id."""
+    return str(_uuid.uuid5(_NESTED_NAMESPACE, f"{hex_trace_id(trace_id)}/{hex_span_id(span_id)}"))
 
 
 def _agent_name(rec: SpanRecord) -> str | None:
@@ -377,8 +389,8 @@ class _Trace:
         self.number = {t.span_id: n for ts in self.tools.values() for n, t in enumerate(ts, 1)}
         top = [a for a in agents if self._is_top(a)]
         owner = top[0].span_id if top else 0
-        self.uuid = {a.span_id: (uuid_from_trace_id(a.trace_id) if a.span_id == owner else _nested_uuid(a))
-                     for a in agents}
+        self.uuid = {a.span_id: uuid_from_trace_id(a.trace_id) if a.span_id == owner
+                     else nested_agent_uuid(a.trace_id, a.span_id) for a in agents}
         self.agents = agents
 
     def _is_top(self, agent: SpanRecord) -> bool:
@@ -386,6 +398,8 @@ class _Trace:
         return up.agent == 0 and not up.under_prov
 
     def _derived_from(self, agent: SpanRecord) -> str | None:
+        """What a nested agent's Question derives from: the step of the enclosing agent it runs
+        in, else that agent's Question (or, under our own spans, their step or Question)."""
         up = self.tree.up[agent.span_id]
         if up.agent:
             if up.tool:
@@ -425,9 +439,15 @@ class _Trace:
         if answer is not None:
             attrs[A.ANSWER] = answer
         derived = self._derived_from(agent)
-        if derived:
+        from_question = derived is not None and _is_question_iri(derived)
+        if derived and not (from_question and self.profile == STRICT):
             attrs[A.DERIVED_FROM] = derived
         self._emit(agent, attrs)
+        if derived and from_question and self.profile == STRICT:
+            # Strict: the enclosing session's activity generated this Question (map_span links a
+            # step's activity, ``{step}/activity``; a session's activity is ``{question}/session``).
+            q = iri(question_iri(A.FLOW_AGENT, self.uuid[agent.span_id]))
+            self.result.quads.append((q, _GENERATED_BY, iri(derived + "/session"), _GRAPH))
 
     def _map_tool(self, agent: SpanRecord, tool: SpanRecord) -> None:
         attrs = {**self._common(agent), A.STEP: A.STEP_ANALYSIS, A.ITERATION: self.number[tool.span_id],

@@ -41,7 +41,8 @@ MAX_SPANS_PER_TRACE = 10_000
 MAX_BYTES = 64 * 1024 * 1024
 """Rough bytes remembered over all traces (skeletons, plus the text of agent and tool spans)."""
 
-TRACE_TOO_BIG = "trace with more spans than the mapper keeps per trace: the rest are not used for GenAI mapping"
+TRACE_TOO_BIG = ("trace with more spans than the mapper keeps per trace: "
+                 "the rest are not used for GenAI mapping")
 FORGOTTEN_WAITING = ("GenAI trace forgotten (mapper memory bound reached) while some of its spans "
                      "waited for their parents: those spans are not mapped")
 LATE_SPAN = "span of a GenAI trace already forgotten (mapper memory bound reached): not mapped"

@@ -157,7 +157,8 @@ def _genai_agents(depth: int, style: str | None = None) -> st.SearchStrategy[Gen
     tool = st.builds(Tool, name=names, args=st.none() | arguments.map(json.dumps), result=st.none() | texts,
                      nested=nested)
     item = st.builds(Chat, texts) | tool
-    turn = st.builds(Turn, wrapper=st.sampled_from([None, "CHAIN", "AGENT"]), items=st.lists(item, max_size=3).map(tuple))
+    turn = st.builds(Turn, wrapper=st.sampled_from([None, "CHAIN", "AGENT"]),
+                     items=st.lists(item, max_size=3).map(tuple))
     return st.builds(
         GenAIAgent,
         style=st.just(style) if style else st.sampled_from(["genai", "openinference"]),
@@ -306,7 +307,8 @@ def _run_doc_rag(plan: DocRagPlan, provider: TracerProvider, before_end: Callabl
 
 
 def _messages(role: str, text: str) -> str:
-    history = [{"role": "system", "parts": [{"type": "text", "content": "be brief"}]}] if role == "user" else []
+    system = {"role": "system", "parts": [{"type": "text", "content": "be brief"}]}
+    history = [system] if role == "user" else []
     parts: list[dict[str, str]] = []
     if role == "assistant":
         parts.append({"type": "reasoning", "content": "thinking..."})
@@ -347,7 +349,8 @@ def emit_genai_agent(agent: GenAIAgent, tracer: Tracer) -> None:
 def _emit_item(item: Chat | Tool, tracer: Tracer, oi: bool) -> None:
     if isinstance(item, Chat):
         attrs = ({A.OPENINFERENCE_SPAN_KIND: "LLM", A.OUTPUT_VALUE: item.text} if oi else
-                 {A.GEN_AI_OPERATION_NAME: "chat", A.GEN_AI_OUTPUT_MESSAGES: _messages("assistant", item.text)})
+                 {A.GEN_AI_OPERATION_NAME: "chat",
+                  A.GEN_AI_OUTPUT_MESSAGES: _messages("assistant", item.text)})
         tracer.start_span("chat model" if not oi else "LiteLLMModel.generate", kind=SpanKind.CLIENT,
                           attributes=attrs).end()
         return
@@ -383,7 +386,7 @@ def schedules(draw: st.DrawFn, n: int) -> list[list[int]]:
     order = draw(st.permutations(range(n)))
     cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=min(n - 1, 6)))) if n > 1 else []
     bounds = [0, *cuts, n]
-    batches = [list(order[a:b]) for a, b in zip(bounds, bounds[1:])]
+    batches = [list(order[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
     repeats = draw(st.lists(st.integers(0, len(batches) - 1), max_size=3))
     sequence = draw(st.permutations([*range(len(batches)), *repeats]))
     return [batches[i] for i in sequence]

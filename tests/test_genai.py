@@ -1,0 +1,651 @@
+"""Standard GenAI agent traces (no otel_prov attributes) -> the seed model.
+
+Real SDK spans made with the plain OpenTelemetry API, shaped like the official
+``opentelemetry-instrumentation-openai-agents-v2`` and like OpenInference LangChain/LangGraph and
+smolagents.  The provider gets fixed ids and the spans fixed times, so the expected graphs are
+written out in full as TriG.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import rdflib
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import SpanKind
+
+from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
+from otel_prov._genai import NO_QUERY, PARENT_LOOP, map_genai_trace, nested_agent_uuid, trace_view
+from otel_prov._mapper import FORGOTTEN_WAITING, LATE_SPAN, TRACE_TOO_BIG, TraceMapper
+from otel_prov._spans import SpanRecord, from_sdk
+from otel_prov._terms import isoformat_ns
+from tests.graphs import assert_isomorphic
+
+TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
+U = "urn:trustgraph:agent:4bf92f35-77b3-4da6-a3ce-929d0e0e4736"
+T0 = 1_796_032_800_000_000_000  # 2026-11-30T10:00:00Z
+MS = 1_000_000
+
+PREFIXES = """
+@prefix prov: <http://www.w3.org/ns/prov#> .
+@prefix tg: <https://trustgraph.ai/ns/> .
+@prefix otelprov: <https://w3id.org/otel-prov/ns#> .
+@prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+"""
+TID = 'otelprov:traceId "4bf92f3577b34da6a3ce929d0e0e4736"'
+
+
+def sid(n: int) -> str:
+    return f'otelprov:spanId "{n:016x}"'
+
+
+def t(ms: int) -> str:
+    return f'"2026-11-30T10:00:00.{ms:03d}Z"^^xsd:dateTime'
+
+
+def trig(body: str) -> rdflib.Dataset:
+    ds = rdflib.Dataset()
+    ds.parse(data=PREFIXES + "<urn:graph:retrieval> {\n" + body + "\n}", format="trig")
+    return ds
+
+
+def lit(text: str) -> str:
+    """A Turtle string literal (JSON string escapes are Turtle escapes)."""
+    return json.dumps(text)
+
+
+# -- real spans with fixed ids and times ---------------------------------------------------------------
+
+
+class FixedIds(IdGenerator):
+    """Span ids 1, 2, 3, ... in the order spans start; one trace id."""
+
+    def __init__(self, trace_id: int = TRACE_ID) -> None:
+        self.trace_id = trace_id
+        self.count = 0
+
+    def generate_span_id(self) -> int:
+        self.count += 1
+        return self.count
+
+    def generate_trace_id(self) -> int:
+        return self.trace_id
+
+
+@dataclass
+class S:
+    """A span to make: name, start and end in ms after T0, attributes, children."""
+
+    name: str
+    start: int
+    end: int
+    attrs: dict[str, Any] = field(default_factory=dict)
+    children: list[S] = field(default_factory=list)
+    kind: SpanKind = SpanKind.INTERNAL
+
+
+def make(root: S, trace_id: int = TRACE_ID) -> list[ReadableSpan]:
+    """The tree as real SDK spans, in the order they end (children first)."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=FixedIds(trace_id))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.genai")
+
+    def emit(node: S, parent: Context) -> None:
+        span = tracer.start_span(node.name, context=parent, kind=node.kind, attributes=node.attrs,
+                                 start_time=T0 + node.start * MS)
+        for child in node.children:
+            emit(child, trace.set_span_in_context(span, Context()))
+        span.end(end_time=T0 + node.end * MS)
+
+    emit(root, Context())
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+def messages(*pairs: tuple[str, list[dict[str, str]]]) -> str:
+    return json.dumps([{"role": role, "parts": parts} for role, parts in pairs])
+
+
+def text(content: str) -> dict[str, str]:
+    return {"type": "text", "content": content}
+
+
+def export(batches: Sequence[Sequence[ReadableSpan]], profile: str = "seed") -> list[rdflib.Dataset]:
+    """The store after each batch, through a real exporter."""
+    exporter = ProvSpanExporter(store="memory:", profile=profile)
+    states = []
+    try:
+        for batch in batches:
+            assert exporter.export(batch) is SpanExportResult.SUCCESS
+            assert exporter.force_flush()
+            states.append(exporter.store.to_dataset())
+        return states
+    finally:
+        exporter.shutdown()
+
+
+def empty() -> rdflib.Dataset:
+    return rdflib.Dataset()
+
+
+def objects(ds: rdflib.Dataset, predicate: str) -> set[str]:
+    return {str(o) for _, _, o, _ in ds.quads((None, rdflib.URIRef(predicate), None, None))}
+
+
+# -- openai-agents-v2 -------------------------------------------------------------------------------
+
+QUERY = 'What\'s the weather in Paris? Reply in "°C"\nplease.'
+
+
+def openai_agents_trace() -> S:
+    """workflow -> invoke_agent -> turn spans -> chat / execute_tool, as openai-agents-v2 records
+    a run (no tool call id, no conversation id; some spans with operation ``unknown``)."""
+    tool_call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
+    return S("Agent workflow", 0, 100, {"gen_ai.operation.name": "unknown"}, [
+        S("invoke_agent Weather agent", 1, 99, {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "Weather agent",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.input.messages": messages(("system", [text("Be brief.")]), ("user", [text(QUERY)])),
+            "gen_ai.output.messages": messages(
+                ("assistant", [{"type": "reasoning", "content": "The tool said 18."},
+                               text("18 °C, sunny.")])),
+        }, [
+            S("turn", 2, 50, {"gen_ai.operation.name": "unknown"}, [
+                S("chat gpt-4o", 3, 20, {
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.output.messages": messages(("assistant", [tool_call])),
+                }, kind=SpanKind.CLIENT),
+                S("execute_tool get_weather", 21, 30, {
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                    "gen_ai.tool.call.result": '{"temp_c": 18, "sky": "sunny"}',
+                }),
+                S("execute_tool get_time", 21, 25, {
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_time",
+                    "gen_ai.tool.call.arguments": '{"tz": "Europe/Paris"}',
+                }),
+            ]),
+            S("turn", 51, 98, {"gen_ai.operation.name": "unknown"}, [
+                S("chat gpt-4o", 52, 96, {"gen_ai.operation.name": "chat"}, kind=SpanKind.CLIENT),
+                S("agent_handoff", 97, 97, {"gen_ai.handoff.from_agent": "Weather agent",
+                                            "gen_ai.handoff.to_agent": "Weather agent"}),
+            ]),
+        ]),
+    ])
+
+
+OPENAI_AGENTS_SEED = f"""
+<{U}> a prov:Activity, tg:Question, tg:AgentQuestion ;
+    tg:query {lit(QUERY)} ;
+    prov:startedAtTime {t(1)} ;
+    otelprov:collection "default" ; {TID} ; {sid(2)} .
+<{U}/i1> a prov:Entity, tg:Analysis ;
+    tg:action "get_weather" ;
+    tg:arguments {lit('{"city": "Paris"}')} ;
+    tg:observation {lit('{"temp_c": 18, "sky": "sunny"}')} ;
+    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(5)} .
+<{U}/i2> a prov:Entity, tg:Analysis ;
+    tg:action "get_time" ;
+    tg:arguments {lit('{"tz": "Europe/Paris"}')} ;
+    prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(6)} .
+<{U}/final> a prov:Entity, tg:Conclusion ;
+    tg:answer "18 °C, sunny." ;
+    prov:wasDerivedFrom <{U}/i2> ; {TID} ; {sid(2)} .
+"""
+
+
+def test_openai_agents_trace_seed_graph() -> None:
+    """Tools are numbered by (start time, span id): get_weather and get_time start together."""
+    spans = make(openai_agents_trace())
+    assert_isomorphic(trig(OPENAI_AGENTS_SEED), spans_to_dataset(spans))
+    assert_isomorphic(trig(OPENAI_AGENTS_SEED), export([spans])[-1])
+
+
+def test_openai_agents_trace_counts() -> None:
+    records = [from_sdk(s) for s in make(openai_agents_trace())]
+    result = map_genai_trace(records, "seed")
+    assert (result.mapped, result.ignored, result.waiting, result.problems) == (3, 6, 0, [])
+
+
+def test_openai_agents_trace_out_of_order_and_repeated() -> None:
+    spans = make(openai_agents_trace())
+    by_name = {s.name: s for s in spans}
+    workflow, agent = by_name["Agent workflow"], by_name["invoke_agent Weather agent"]
+    children_first = [[s] for s in spans]  # the order spans end in
+    states = export(children_first)
+    # Nothing until the chain from the tools to the trace's root is known: the agent might be nested.
+    for state in states[:-1]:
+        assert_isomorphic(empty(), state)
+    assert_isomorphic(trig(OPENAI_AGENTS_SEED), states[-1])
+    # Root first, tools last, the agent twice, some spans in the same batch.
+    rest = [s for s in spans if s not in (workflow, agent)]
+    states = export([[workflow], [agent], rest[:3], [agent], rest[3:], rest[:1]])
+    assert_isomorphic(trig(OPENAI_AGENTS_SEED), states[-1])
+
+
+def test_the_conclusion_follows_the_last_tool_as_tools_arrive() -> None:
+    """The Conclusion's edge is recomputed: the store drops the old edge when a later tool arrives."""
+    spans = make(openai_agents_trace())
+    late = [s for s in spans if s.name == "execute_tool get_time"]
+    first = [s for s in spans if s not in late]
+    before, after = export([first, late])
+    derived = rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom")
+    final = rdflib.URIRef(f"{U}/final")
+    assert {o for _, _, o, _ in before.quads((final, derived, None, None))} == {rdflib.URIRef(f"{U}/i1")}
+    assert_isomorphic(trig(OPENAI_AGENTS_SEED), after)
+
+
+# -- OpenInference LangChain / LangGraph --------------------------------------------------------------
+
+LG_INPUT = json.dumps({"messages": [{"role": "user", "content": "Who wrote Faust?"}]})
+LG_OUTPUT = json.dumps({"messages": [{"role": "user", "content": "Who wrote Faust?"},
+                                     {"role": "assistant", "content": "Goethe."}]})
+LG_RESULT = json.dumps({"content": "Faust was written by Goethe.", "type": "tool"})
+
+
+def langgraph_trace() -> S:
+    """Root AGENT named after the graph -> per-turn AGENT / CHAIN spans -> LLM and TOOL spans; the
+    tool's one string argument as a bare string in input.value; session.id on every span."""
+    oi = "openinference.span.kind"
+    session = {"session.id": "thread-1"}
+    return S("LangGraph", 0, 60, {oi: "AGENT", "input.value": LG_INPUT, "input.mime_type": "application/json",
+                                  "output.value": LG_OUTPUT, **session}, [
+        S("agent", 1, 20, {oi: "AGENT", **session}, [
+            S("ChatOpenAI", 2, 19, {oi: "LLM", "llm.input_messages.0.message.role": "user",
+                                    "llm.input_messages.0.message.content": "Who wrote Faust?", **session}),
+        ]),
+        S("tools", 21, 40, {oi: "CHAIN", **session}, [
+            S("search", 22, 39, {oi: "TOOL", "tool.name": "search", "input.value": "author of Faust",
+                                 "output.value": LG_RESULT, **session}),
+        ]),
+        S("agent", 41, 59, {oi: "AGENT", **session}, [
+            S("ChatOpenAI", 42, 58, {oi: "LLM", **session}),
+        ]),
+    ])
+
+
+LANGGRAPH_STRICT = f"""
+<{U}> a prov:Entity, tg:Question, tg:AgentQuestion ;
+    tg:query {lit(LG_INPUT)} ;
+    prov:generatedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{U}/session> a prov:Activity ;
+    prov:startedAtTime {t(0)} ; prov:endedAtTime {t(60)} ;
+    prov:used <{U}> ;
+    prov:wasAssociatedWith <urn:otel-prov:agent:LangGraph> ; {TID} ; {sid(1)} .
+<urn:otel-prov:agent:LangGraph> a prov:Agent, prov:SoftwareAgent ; rdfs:label "LangGraph" .
+<{U}/i1> a prov:Entity, tg:Analysis ;
+    tg:action "search" ;
+    tg:arguments "author of Faust" ;
+    tg:observation {lit(LG_RESULT)} ;
+    prov:wasDerivedFrom <{U}> ;
+    prov:wasGeneratedBy <{U}/i1/activity> ; prov:generatedAtTime {t(39)} ; {TID} ; {sid(5)} .
+<{U}/i1/activity> a prov:Activity ;
+    prov:startedAtTime {t(22)} ; prov:endedAtTime {t(39)} ;
+    prov:used <{U}> ;
+    prov:wasAssociatedWith <urn:otel-prov:agent:LangGraph> ; {TID} ; {sid(5)} .
+<{U}/final> a prov:Entity, tg:Conclusion ;
+    tg:answer {lit(LG_OUTPUT)} ;
+    prov:wasDerivedFrom <{U}/i1> ;
+    prov:wasGeneratedBy <{U}/session> ; prov:generatedAtTime {t(60)} ; {TID} ; {sid(1)} .
+"""
+
+
+def test_openinference_langgraph_trace_strict_graph() -> None:
+    """Per-turn AGENT spans below the root AGENT are turns, not agents."""
+    spans = make(langgraph_trace())
+    assert_isomorphic(trig(LANGGRAPH_STRICT), spans_to_dataset(spans, "strict"))
+    assert_isomorphic(trig(LANGGRAPH_STRICT), export([spans[::-1]], "strict")[-1])
+
+
+# -- OpenInference smolagents --------------------------------------------------------------------------
+
+SCHEMA = json.dumps({"query": {"type": "string", "description": "The search query"}})
+SEARCH_ARGS = json.dumps({"args": [], "kwargs": {"query": "Eiffel tower height"}})
+FINAL_ARGS = json.dumps({"args": ["330"], "kwargs": {}})
+SMOL_QUERY = "How tall is the Eiffel tower?\n(in metres, \\no rounding)"
+
+
+def smolagents_trace() -> S:
+    """``{agent}.run`` AGENT -> ``Step N`` CHAIN -> LLM and TOOL spans named after the tool class.
+    Its GenAI conversion puts the parameter schema into gen_ai.tool.call.arguments: ignored."""
+    oi = "openinference.span.kind"
+
+    def tool(name: str, cls: str, start: int, end: int, args: str, result: str) -> S:
+        return S(cls, start, end, {oi: "TOOL", "tool.name": name, "gen_ai.operation.name": "execute_tool",
+                                   "gen_ai.tool.call.arguments": SCHEMA, "input.value": args,
+                                   "output.value": result})
+
+    return S("CodeAgent.run", 0, 80, {oi: "AGENT", "input.value": SMOL_QUERY, "output.value": "330"}, [
+        S("Step 1", 1, 40, {oi: "CHAIN"}, [
+            S("LiteLLMModel.generate", 2, 10, {oi: "LLM", "output.value": "Thought: search the web."}),
+            tool("web_search", "WebSearchTool", 11, 39, SEARCH_ARGS, "The Eiffel Tower is 330 m tall."),
+        ]),
+        S("Step 2", 41, 79, {oi: "CHAIN"}, [
+            S("LiteLLMModel.generate", 42, 50, {oi: "LLM"}),
+            tool("final_answer", "FinalAnswerTool", 51, 78, FINAL_ARGS, "330"),
+        ]),
+    ])
+
+
+SMOLAGENTS_SEED = f"""
+<{U}> a prov:Activity, tg:Question, tg:AgentQuestion ;
+    tg:query {lit(SMOL_QUERY)} ;
+    prov:startedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{U}/i1> a prov:Entity, tg:Analysis ;
+    tg:action "web_search" ; tg:arguments {lit(SEARCH_ARGS)} ;
+    tg:observation "The Eiffel Tower is 330 m tall." ;
+    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(4)} .
+<{U}/i2> a prov:Entity, tg:Analysis ;
+    tg:action "final_answer" ; tg:arguments {lit(FINAL_ARGS)} ;
+    tg:observation "330" ;
+    prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(7)} .
+<{U}/final> a prov:Entity, tg:Conclusion ;
+    tg:answer "330" ;
+    prov:wasDerivedFrom <{U}/i2> ; {TID} ; {sid(1)} .
+"""
+
+
+def test_openinference_smolagents_trace_seed_graph() -> None:
+    spans = make(smolagents_trace())
+    assert_isomorphic(trig(SMOLAGENTS_SEED), spans_to_dataset(spans))
+
+
+# -- multi-agent -----------------------------------------------------------------------------------------
+
+EXPERT = "urn:trustgraph:agent:c9df12a0-42c9-5aef-9aa1-ba9f444b3d9c"  # uuid5(trace id/span 4)
+HELPER = "urn:trustgraph:agent:94e9ac5a-5a14-5a81-ae27-61e5c1220ceb"  # uuid5(trace id/span 6)
+
+
+def multi_agent_trace() -> S:
+    def agent(name: str, start: int, end: int, extra: dict[str, Any], children: list[S]) -> S:
+        return S(f"invoke_agent {name}", start, end,
+                 {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **extra}, children)
+
+    def tool(name: str, start: int, end: int, args: str, result: str, children: list[S] | None = None) -> S:
+        return S(f"execute_tool {name}", start, end, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+            "gen_ai.tool.call.arguments": args, "gen_ai.tool.call.result": result}, children or [])
+
+    return agent("Triage", 0, 100, {
+        "gen_ai.input.messages": messages(("user", [text("Plan a trip to Rome")])),
+        "gen_ai.output.messages": messages(("assistant", [text("Go in May.")])),
+    }, [
+        S("chat gpt-4o", 1, 10, {"gen_ai.operation.name": "chat"}, kind=SpanKind.CLIENT),
+        tool("ask_expert", 11, 90, '{"topic": "Rome"}', "May is best.", [
+            agent("Expert", 12, 89, {
+                "gen_ai.input.messages": messages(("user", [text("When to visit Rome?")])),
+                "gen_ai.output.messages": messages(("assistant", [text("May is best.")])),
+            }, [tool("lookup", 13, 50, '{"q": "Rome weather"}', "mild in May")]),
+        ]),
+        agent("Helper", 91, 99, {"input.value": "summarise"}, []),
+    ])
+
+
+MULTI_AGENT_SEED = f"""
+<{U}> a prov:Activity, tg:Question, tg:AgentQuestion ;
+    tg:query "Plan a trip to Rome" ; prov:startedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{U}/i1> a prov:Entity, tg:Analysis ;
+    tg:action "ask_expert" ; tg:arguments {lit('{"topic": "Rome"}')} ; tg:observation "May is best." ;
+    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(3)} .
+<{U}/final> a prov:Entity, tg:Conclusion ;
+    tg:answer "Go in May." ; prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(1)} .
+
+<{EXPERT}> a prov:Activity, tg:Question, tg:AgentQuestion ;
+    tg:query "When to visit Rome?" ; prov:startedAtTime {t(12)} ;
+    prov:wasDerivedFrom <{U}/i1> ;
+    otelprov:collection "default" ; {TID} ; {sid(4)} .
+<{EXPERT}/i1> a prov:Entity, tg:Analysis ;
+    tg:action "lookup" ; tg:arguments {lit('{"q": "Rome weather"}')} ; tg:observation "mild in May" ;
+    prov:wasDerivedFrom <{EXPERT}> ; {TID} ; {sid(5)} .
+<{EXPERT}/final> a prov:Entity, tg:Conclusion ;
+    tg:answer "May is best." ; prov:wasDerivedFrom <{EXPERT}/i1> ; {TID} ; {sid(4)} .
+
+<{HELPER}> a prov:Activity, tg:Question, tg:AgentQuestion ;
+    tg:query "summarise" ; prov:startedAtTime {t(91)} ;
+    prov:wasDerivedFrom <{U}> ;
+    otelprov:collection "default" ; {TID} ; {sid(6)} .
+"""
+
+
+def test_nested_agents_seed_graph() -> None:
+    """A nested agent's Question derives from the step it runs in, else from its parent's
+    Question; its tool calls are its own (nearest agent), its uuid derived from trace and span."""
+    spans = make(multi_agent_trace())
+    assert_isomorphic(trig(MULTI_AGENT_SEED), spans_to_dataset(spans))
+    assert_isomorphic(trig(MULTI_AGENT_SEED), export([[s] for s in spans])[-1])
+
+
+def test_nested_agents_strict_links_are_valid_prov() -> None:
+    """Strict: a nested Question is generated by the enclosing step's activity, or (no step) by the
+    enclosing session's activity; every generator is an activity the graph describes."""
+    ds = spans_to_dataset(make(multi_agent_trace()), "strict")
+    gen = rdflib.URIRef("http://www.w3.org/ns/prov#wasGeneratedBy")
+    generated = {(s, o) for s, _, o, _ in ds.quads((None, gen, None, None))}
+    assert (rdflib.URIRef(EXPERT), rdflib.URIRef(f"{U}/i1/activity")) in generated
+    assert (rdflib.URIRef(HELPER), rdflib.URIRef(f"{U}/session")) in generated
+    activity = rdflib.URIRef("http://www.w3.org/ns/prov#Activity")
+    activities = {s for s, _, _, _ in ds.quads((None, rdflib.RDF.type, activity, None))}
+    assert {o for _, o in generated} <= activities
+
+
+def test_sibling_agents_first_one_owns_the_trace_id() -> None:
+    """Two agents under one workflow (a hand-off): the earlier gets the trace id as its uuid."""
+    def agent(name: str, start: int, end: int) -> S:
+        return S(f"invoke_agent {name}", start, end, {"gen_ai.operation.name": "invoke_agent",
+                                                      "input.value": f"to {name}"})
+    spans = make(S("Agent workflow", 0, 100, {}, [agent("A", 1, 40), agent("B", 41, 99)]))
+    second = "urn:trustgraph:agent:16f7b035-f94c-5638-8993-2fa97828a06e"  # uuid5(trace id/span 3)
+    expected = trig(f"""
+    <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "to A" ; prov:startedAtTime {t(1)} ;
+        otelprov:collection "default" ; {TID} ; {sid(2)} .
+    <{second}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "to B" ;
+        prov:startedAtTime {t(41)} ; otelprov:collection "default" ; {TID} ; {sid(3)} .
+    """)
+    assert_isomorphic(expected, spans_to_dataset(spans))
+    # B arrives (with the root) before A: the store first holds B as the trace's agent, then fixes it.
+    b = [s for s in spans if s.name != "invoke_agent A"]
+    a = [s for s in spans if s.name == "invoke_agent A"]
+    assert_isomorphic(expected, export([b, a])[-1])
+
+
+# -- spans that are not agents or tools ---------------------------------------------------------------
+
+
+def test_chat_only_trace_maps_to_nothing_and_is_counted_ignored() -> None:
+    """The official openai-v2 instrumentation without an agent framework: one chat span per call."""
+    chat = S("chat gpt-4o", 0, 10, {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        "gen_ai.input.messages": messages(("user", [text("hi")]), ("tool", [
+            {"type": "tool_call_response", "id": "call_1", "response": "18"}])),
+        "gen_ai.output.messages": messages(("assistant", [text("hello")])),
+    }, kind=SpanKind.CLIENT)
+    spans = make(chat)
+    records = [from_sdk(s) for s in spans]
+    result = map_genai_trace(records, "seed")
+    assert (result.quads, result.mapped, result.ignored, result.waiting) == ([], 0, 1, 0)
+    update = TraceMapper("seed").map(records)
+    assert (update.add, update.remove, update.mapped, update.ignored, update.problems) == ([], [], 0, 1, [])
+    assert_isomorphic(empty(), export([spans])[-1])
+
+
+def test_tool_outside_any_agent_is_ignored() -> None:
+    spans = make(S("job", 0, 10, {}, [S("execute_tool x", 1, 2, {"gen_ai.operation.name": "execute_tool"})]))
+    result = map_genai_trace([from_sdk(s) for s in spans], "seed")
+    assert (result.quads, result.mapped, result.ignored) == ([], 0, 2)
+
+
+def test_agent_without_query_has_an_empty_query_and_a_counted_problem() -> None:
+    spans = make(S("invoke_agent quiet", 0, 10, {"gen_ai.operation.name": "invoke_agent"}))
+    result = map_genai_trace([from_sdk(s) for s in spans], "seed")
+    assert result.problems == [NO_QUERY]
+    expected = trig(f"""
+    <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "" ; prov:startedAtTime {t(0)} ;
+        otelprov:collection "default" ; {TID} ; {sid(1)} .
+    """)
+    assert_isomorphic(expected, spans_to_dataset(spans))
+
+
+def test_messages_in_older_shapes_and_unreadable_messages() -> None:
+    old_style = json.dumps([{"role": "user", "content": "first"},
+                            {"role": "user", "content": [{"type": "text", "text": "second"},
+                                                         {"type": "image_url", "image_url": "x"}]},
+                            {"role": "assistant", "content": "not me"}])
+    spans = make(S("invoke_agent a", 0, 10, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": old_style,
+        "gen_ai.output.messages": "{not json", "output.value": "fallback answer"}))
+    records = [from_sdk(s) for s in spans]
+    result = map_genai_trace(records, "seed")
+    assert result.problems == ["gen_ai.output.messages is not a JSON list of messages"]
+    ds = spans_to_dataset(spans)
+    assert objects(ds, "https://trustgraph.ai/ns/query") == {"second"}
+    assert objects(ds, "https://trustgraph.ai/ns/answer") == {"fallback answer"}
+
+
+def test_agent_error_status_is_recorded() -> None:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=FixedIds())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t")
+    with pytest.raises(RuntimeError):
+        with tracer.start_as_current_span("invoke_agent a", attributes={
+                "gen_ai.operation.name": "invoke_agent", "input.value": "q"}):
+            with tracer.start_as_current_span("execute_tool boom", attributes={
+                    "gen_ai.operation.name": "execute_tool"}):
+                raise RuntimeError("tool failed")
+    ds = spans_to_dataset(memory.get_finished_spans())
+    assert objects(ds, "https://w3id.org/otel-prov/ns#statusMessage") == {"RuntimeError: tool failed"}
+
+
+# -- next to our own spans -------------------------------------------------------------------------------
+
+
+def test_genai_tool_span_inside_our_step_is_not_mapped_twice(captured) -> None:
+    provider, memory = captured
+    tracer = provider.get_tracer("framework")
+    with agent_session("2+3?", session_id="s-1", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.action("calc", {"a": 2, "b": 3})
+            with tracer.start_as_current_span("execute_tool calc", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "calc"}):
+                pass
+            step.observation("5")
+        session.conclude("5")
+    spans = list(memory.get_finished_spans())
+    without = [s for s in spans if s.name != "execute_tool calc"]
+    assert len(without) == len(spans) - 1
+    assert_isomorphic(spans_to_dataset(without), spans_to_dataset(spans))
+
+
+def test_genai_agent_run_by_our_tool_is_a_sub_trace_of_our_step(captured) -> None:
+    provider, memory = captured
+    tracer = provider.get_tracer("framework")
+
+    def ask_framework_agent(question: str) -> str:
+        with tracer.start_as_current_span("invoke_agent helper", attributes={
+                "gen_ai.operation.name": "invoke_agent", "input.value": question, "output.value": "42"}):
+            with tracer.start_as_current_span("execute_tool think", attributes={
+                    "gen_ai.operation.name": "execute_tool"}):
+                pass
+        return "42"
+
+    with agent_session("Meaning?", session_id="s-2", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.call_tool("ask", ask_framework_agent, "the meaning")
+        session.conclude("42")
+    spans = list(memory.get_finished_spans())
+    helper = next(s for s in spans if s.name == "invoke_agent helper")
+    think = next(s for s in spans if s.name == "execute_tool think")
+    nested = "urn:trustgraph:agent:" + nested_agent_uuid(helper.context.trace_id, helper.context.span_id)
+    ids = f'otelprov:traceId "{helper.context.trace_id:032x}"'
+    start = isoformat_ns(helper.start_time)
+    expected_sub = trig(f"""
+    <{nested}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "the meaning" ;
+        prov:startedAtTime "{start}"^^xsd:dateTime ; otelprov:collection "default" ;
+        prov:wasDerivedFrom <urn:trustgraph:agent:s-2/i1> ; {ids} ;
+        otelprov:spanId "{helper.context.span_id:016x}" .
+    <{nested}/i1> a prov:Entity, tg:Analysis ; tg:action "think" ; prov:wasDerivedFrom <{nested}> ;
+        {ids} ; otelprov:spanId "{think.context.span_id:016x}" .
+    <{nested}/final> a prov:Entity, tg:Conclusion ; tg:answer "42" ; prov:wasDerivedFrom <{nested}/i1> ;
+        {ids} ; otelprov:spanId "{helper.context.span_id:016x}" .
+    """)
+    ours = [s for s in spans if s.name not in ("invoke_agent helper", "execute_tool think")]
+    whole = spans_to_dataset(spans)
+    combined = spans_to_dataset(ours)
+    for quad in expected_sub.quads((None, None, None, None)):
+        combined.add(quad)
+    assert_isomorphic(combined, whole)
+
+
+# -- the mapper's state --------------------------------------------------------------------------------
+
+
+def test_views_map_like_the_spans_themselves() -> None:
+    """What the mapper keeps of a span (``trace_view``) gives the same graph as the span."""
+    for root in (openai_agents_trace(), langgraph_trace(), smolagents_trace(), multi_agent_trace()):
+        records = [from_sdk(s) for s in make(root)]
+        views = [trace_view(r)[0] for r in records]
+        for profile in ("seed", "strict"):
+            full, kept = map_genai_trace(records, profile), map_genai_trace(views, profile)
+            assert sorted(full.quads) == sorted(kept.quads)
+            assert (full.mapped, full.ignored, full.problems) == (kept.mapped, kept.ignored, kept.problems)
+
+
+def test_a_parent_loop_waits_and_is_reported() -> None:
+    a = SpanRecord(TRACE_ID, 1, "invoke_agent a", 0, 1, {"gen_ai.operation.name": "invoke_agent"},
+                   parent_id=2)
+    b = SpanRecord(TRACE_ID, 2, "x", 0, 1, {}, parent_id=1)
+    result = map_genai_trace([a, b], "seed")
+    assert result.quads == [] and result.waiting == 1 and PARENT_LOOP in result.problems
+
+
+def _records(root: S, trace_id: int) -> list[SpanRecord]:
+    return [from_sdk(s) for s in make(root, trace_id)]
+
+
+def test_mapper_forgets_least_recent_trace_past_its_bound() -> None:
+    mapper = TraceMapper("seed", max_traces=2)
+    traces = [_records(openai_agents_trace(), TRACE_ID + n) for n in range(3)]
+    waiting = [[r for r in recs if r.name.startswith("execute_tool")] for recs in traces]
+    # Three traces whose tools wait for their agent: the first one is forgotten, with a problem.
+    updates = [mapper.map(w) for w in waiting]
+    assert [u.add for u in updates] == [[], [], []]
+    assert updates[2].problems == [FORGOTTEN_WAITING]
+    assert mapper.stats()["forgotten_traces"] == 1
+    # Its later spans are not mapped (a half-known tree must not produce a graph); counted.
+    late = mapper.map(traces[0])
+    assert late.add == [] and late.problems.count(LATE_SPAN) == 3
+    # The others complete normally.
+    done = mapper.map(traces[2])
+    assert done.add and not done.problems
+    assert mapper.stats()["traces"] <= 2
+
+
+def test_mapper_spans_bound_and_skeletons() -> None:
+    mapper = TraceMapper("seed", max_spans_per_trace=3)
+    update = mapper.map(_records(openai_agents_trace(), TRACE_ID))
+    assert update.problems.count(TRACE_TOO_BIG) == 9 - 3
+    assert mapper.stats()["spans"] == 3
+    # Skeletons: the chat span keeps no attributes, the agent span keeps only what is read.
+    mapper = TraceMapper("seed")
+    records = _records(openai_agents_trace(), TRACE_ID)
+    mapper.map(records)
+    sizes = mapper.stats()
+    assert sizes["spans"] == 9 and sizes["bytes"] < 9 * 300 + 2000
