@@ -16,7 +16,8 @@ The triples are made by the same handlers as our own spans (:func:`otel_prov._ma
 each agent or tool span is rewritten as the ``otel_prov`` span it stands for (same ids, times and
 status) and mapped.  Numbering needs the tree, so a trace is always mapped as a whole; a span whose
 chain of ancestors is not yet complete (a parent that has not arrived) waits: it gives nothing until
-the missing spans arrive.
+the missing spans arrive -- except a parent in another process (a remote parent: propagated context),
+which may never be exported to us; the span below it is taken as a root until it arrives.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class GenAIMapped(Mapped):
     """:class:`Mapped`, plus the agent and tool spans that wait for missing ancestors."""
 
     waiting: int = 0
+    remote_roots: int = 0
+    """Spans taken as roots because their parent is remote and has not arrived (it may)."""
 
 
 # -- what a span is ---------------------------------------------------------------------------------
@@ -138,7 +141,8 @@ def trace_view(rec: SpanRecord) -> tuple[SpanRecord, bool]:
     if is_prov_span(rec):
         attrs_view = {k: rec.attributes[k] for k in _PROV_KEYS if k in rec.attributes}
     return SpanRecord(trace_id=rec.trace_id, span_id=rec.span_id, name=rec.name, start_ns=rec.start_ns,
-                      end_ns=0, attributes=attrs_view, parent_id=rec.parent_id), False
+                      end_ns=0, attributes=attrs_view, parent_id=rec.parent_id,
+                      parent_remote=rec.parent_remote), False
 
 
 def view_size(rec: SpanRecord) -> int:
@@ -275,11 +279,17 @@ class _Tree:
         self.up: dict[int, _Up] = {}
         self._below: dict[int, _Up | None] = {}
         self._problems = problems
+        self.remote_roots = 0
         for span_id in self.nodes:
             self._resolve(span_id)
 
     def _above(self, rec: SpanRecord) -> _Up | None:
         if rec.parent_id == 0:
+            return _ROOT
+        if rec.parent_remote and rec.parent_id not in self.nodes:
+            # The parent is in another process, whose spans may never reach us: a root until
+            # (if ever) it arrives.
+            self.remote_roots += 1
             return _ROOT
         return self._below.get(rec.parent_id)  # missing parent, or a loop: not known
 
@@ -482,6 +492,7 @@ def map_genai_trace(spans: Sequence[SpanRecord], profile: str) -> GenAIMapped:
     for trace_id in sorted(by_trace):
         tree = _Tree(by_trace[trace_id], result.problems)
         _Trace(tree, profile, result).map()
+        result.remote_roots += tree.remote_roots
         for span_id, role in tree.role.items():
             if role == _WAIT:
                 result.waiting += 1

@@ -69,6 +69,7 @@ class _Trace:
     relevant: int = 0
     size: int = 0
     waiting: int = 0
+    remote_roots: int = 0
     quads: frozenset[Quad] = frozenset()
     problems: Counter[str] = field(default_factory=Counter)
 
@@ -157,8 +158,9 @@ class TraceMapper:
                     update.ignored += 1
         if trace.relevant and trace_id in self._plain:
             self._genai[trace_id] = self._plain.pop(trace_id)
-        # A skeleton can change the graph only by filling a gap under a waiting span.
-        if new_relevant or (new_structure and trace.waiting):
+        # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
+        # span taken as a root because its (remote) parent was missing.
+        if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
             self._recompute(trace, update)
         update.waiting += trace.waiting
 
@@ -178,6 +180,7 @@ class TraceMapper:
         update.add.extend(new - trace.quads)
         trace.quads = new
         trace.waiting = result.waiting
+        trace.remote_roots = result.remote_roots
         # Problems of a trace are reported once, not at every recomputation.
         counts = Counter(result.problems)
         update.problems.extend((counts - trace.problems).elements())

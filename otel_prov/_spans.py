@@ -21,6 +21,8 @@ class SpanRecord:
     end_ns: int
     attributes: Mapping[str, Any] = field(default_factory=dict)
     parent_id: int = 0
+    parent_remote: bool = False
+    """The parent is in another process (propagated context): it may never be exported to us."""
     error: bool = False
     status_message: str = ""
 
@@ -44,6 +46,7 @@ def from_sdk(span: ReadableSpan) -> SpanRecord:
         trace_id=ctx.trace_id,
         span_id=ctx.span_id,
         parent_id=span.parent.span_id if span.parent is not None else 0,
+        parent_remote=span.parent is not None and span.parent.is_remote,
         name=span.name,
         start_ns=span.start_time or 0,
         end_ns=span.end_time or 0,
@@ -65,6 +68,8 @@ def _exception_message(events: Iterable[tuple[str, Mapping[str, Any] | None]]) -
 # -- OTLP protobuf --------------------------------------------------------------------------------
 
 _STATUS_CODE_ERROR = 2
+_FLAGS_REMOTE = 0x300
+"""SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK | SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK: the parent is remote."""
 
 
 def from_otlp(span: Any) -> SpanRecord:
@@ -86,6 +91,7 @@ def from_otlp(span: Any) -> SpanRecord:
         trace_id=int.from_bytes(span.trace_id, "big"),
         span_id=int.from_bytes(span.span_id, "big"),
         parent_id=int.from_bytes(span.parent_span_id, "big") if span.parent_span_id else 0,
+        parent_remote=bool(span.parent_span_id) and span.flags & _FLAGS_REMOTE == _FLAGS_REMOTE,
         name=span.name,
         start_ns=span.start_time_unix_nano,
         end_ns=span.end_time_unix_nano,

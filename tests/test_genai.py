@@ -649,3 +649,67 @@ def test_mapper_spans_bound_and_skeletons() -> None:
     mapper.map(records)
     sizes = mapper.stats()
     assert sizes["spans"] == 9 and sizes["bytes"] < 9 * 300 + 2000
+
+
+# -- a trace that continues a remote context -----------------------------------------------------------
+
+
+def _remote_hop() -> tuple[list[ReadableSpan], list[ReadableSpan]]:
+    """An upstream agent calls a remote agent service; the service continues the trace from the
+    propagated context (its parent is remote)."""
+    upstream = make(S("invoke_agent Planner", 0, 100, {"gen_ai.operation.name": "invoke_agent",
+                                                       "input.value": "plan"}, [
+        S("execute_tool call_remote", 1, 99, {"gen_ai.operation.name": "execute_tool",
+                                              "gen_ai.tool.name": "call_remote"}),
+    ]))
+    tool = next(s for s in upstream if s.name == "execute_tool call_remote")
+    remote_parent = trace.NonRecordingSpan(trace.SpanContext(
+        TRACE_ID, tool.context.span_id, is_remote=True, trace_flags=trace.TraceFlags(1)))
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=FixedIds())
+    provider.id_generator.count = 100  # type: ignore[attr-defined]
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("service")
+    agent = tracer.start_span("invoke_agent Remote", context=trace.set_span_in_context(remote_parent),
+                              attributes={"gen_ai.operation.name": "invoke_agent", "input.value": "sub-plan"},
+                              start_time=T0 + 2 * MS)
+    tracer.start_span("execute_tool look", context=trace.set_span_in_context(agent),
+                      attributes={"gen_ai.operation.name": "execute_tool"}, start_time=T0 + 3 * MS
+                      ).end(end_time=T0 + 4 * MS)
+    agent.end(end_time=T0 + 98 * MS)
+    downstream = list(memory.get_finished_spans())
+    provider.shutdown()
+    return upstream, downstream
+
+
+def test_remote_parent_is_a_root_until_it_arrives() -> None:
+    upstream, downstream = _remote_hop()
+    assert all(s.parent is not None and s.parent.is_remote for s in downstream if s.name.endswith("Remote"))
+    # The service's own spans (its upstream never exported to us) map at once, as the trace's agent.
+    alone = spans_to_dataset(downstream)
+    assert objects(alone, "https://trustgraph.ai/ns/query") == {"sub-plan"}
+    assert (rdflib.URIRef(U), rdflib.RDF.type, rdflib.URIRef("https://trustgraph.ai/ns/Question")) in \
+        {(s, p, o) for s, p, o, _ in alone.quads((None, None, None, None))}
+    # With the upstream spans, the remote agent is nested under the step that called it, whatever
+    # arrives first.
+    remote = "urn:trustgraph:agent:" + nested_agent_uuid(TRACE_ID, 101)
+    whole = spans_to_dataset(upstream + downstream)
+    derived = {(str(s), str(o)) for s, _, o, _ in whole.quads(
+        (None, rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), None, None))}
+    assert (remote, f"{U}/i1") in derived
+    assert_isomorphic(whole, export([downstream, upstream])[-1])
+    assert_isomorphic(whole, export([upstream, downstream])[-1])
+
+
+def test_remote_parent_flag_read_from_otlp() -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from otel_prov._spans import records_from_otlp
+
+    upstream, downstream = _remote_hop()
+    request = encode_spans(upstream + downstream)
+    records, rejected = records_from_otlp(request.resource_spans)
+    assert rejected == []
+    remote = {r.name for r in records if r.parent_remote}
+    assert remote == {"invoke_agent Remote"}
+    assert_isomorphic(spans_to_dataset(upstream + downstream), spans_to_dataset(records))
