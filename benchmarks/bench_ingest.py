@@ -47,7 +47,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_prov import agent_session  # noqa: E402
 from otel_prov._mapping import map_spans, nquads  # noqa: E402
 from otel_prov._spans import from_sdk  # noqa: E402
-from tests.procs import Proc, http_get, peak_rss_kib, start_jaeger, start_serve, wait_until  # noqa: E402
+from tests.procs import http_get, peak_rss_kib, start_jaeger, start_serve, wait_until  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"
@@ -198,7 +198,8 @@ def run_serve(workdir: Path, requests: list[tuple[bytes, int]], spans: list[Read
     serve = start_serve(store, workdir / "serve.log")
     try:
         warm_up(serve.grpc_port, requests)
-        seconds, acked, retries, failures = send_all(serve.grpc_port, requests, args.concurrency, args.time_limit)
+        seconds, acked, retries, failures = send_all(serve.grpc_port, requests, args.concurrency,
+                                                     args.time_limit)
         rss = peak_rss_kib(serve.pid)
         status, body = http_get(f"http://{serve.http}/health")
         health = json.loads(body) if status == 200 else {}
@@ -230,7 +231,8 @@ def run_jaeger(workdir: Path, requests: list[tuple[bytes, int]], spans: list[Rea
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", type=int, default=60_000)
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--concurrency", type=int, default=8)

@@ -81,7 +81,8 @@ def load_until_killed(port: int, requests: list[bytes], first: int, concurrency:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--sessions-per-request", type=int, default=20)
@@ -102,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
               range(0, len(traces), args.sessions_per_request)]
     requests = [encode_spans(g).SerializeToString() for g in groups]
     print(f"load: {len(requests)} requests of {args.sessions_per_request} agent sessions "
-          f"(~{len(spans) // len(requests)} spans each), {args.concurrency} clients, {args.cycles} kill -9 cycles")
+          f"(~{len(spans) // len(requests)} spans each), {args.concurrency} clients, "
+          f"{args.cycles} kill -9 cycles")
 
     acknowledged: set[int] = set()
     sent_upto = 0
@@ -135,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         acked_spans = [s for i in sorted(acknowledged) for s in groups[i]]
         lost = [s for s in acked_spans if not all(q in db for q in span_quads(s))]
         sent_spans = [s for i in range(sent_upto) for s in (groups[i] if i < len(groups) else [])]
-        unacked = [s for i in range(sent_upto) if i < len(groups) and i not in acknowledged for s in groups[i]]
+        unacked = [s for i in range(min(sent_upto, len(groups))) if i not in acknowledged
+                   for s in groups[i]]
         stored_unacked = [s for s in unacked if all(q in db for q in span_quads(s))]
         total_quads = len(db)
         del db
