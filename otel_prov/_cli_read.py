@@ -186,35 +186,32 @@ class TraceReader:
     # -- list ---------------------------------------------------------------------------------
     def sessions(self, *, kind: str | None = None, collection: str | None = None,
                  limit: int | None = None) -> list[SessionRow]:
-        """Top-level sessions (sub-traces excluded), newest first."""
+        """Top-level sessions (sub-traces excluded), newest first.  Three flat queries; whether a
+        session ended, failed or ran an agent is worked out here from the derivation links (a
+        step counts for the nearest Question above it, so a sub-trace's steps are its own)."""
         rows = self.select(f"""
-SELECT ?q ?query ?time ?sub ?trace ?coll ?agentChild ?chunkChild ?done ?failed WHERE {{
+SELECT ?q ?query ?time ?sub ?trace ?coll ?parent WHERE {{
   GRAPH <{GRAPH_RETRIEVAL}> {{
     ?q tg:query ?query .
-    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
+    OPTIONAL {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
     OPTIONAL {{ ?q prov:startedAtTime ?time }}
     OPTIONAL {{ ?q prov:generatedAtTime ?time }}
     OPTIONAL {{ ?q a ?sub . FILTER(?sub IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
     OPTIONAL {{ ?q otelprov:traceId ?trace }}
     OPTIONAL {{ ?q otelprov:collection ?coll }}
-    BIND(EXISTS {{ ?a prov:wasDerivedFrom ?q ; a tg:Analysis }} AS ?agentChild)
-    BIND(EXISTS {{ ?e (prov:wasGeneratedBy|prov:wasDerivedFrom) ?q ; tg:chunkCount ?n }} AS ?chunkChild)
-    BIND(EXISTS {{ ?end (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q .
-                  ?end a ?endType . FILTER(?endType IN (tg:Conclusion, tg:Synthesis)) }} AS ?done)
-    BIND(EXISTS {{ ?bad (prov:wasDerivedFrom|prov:wasGeneratedBy)* ?q ; otelprov:statusMessage ?m }}
-         AS ?failed)
   }}
 }}""")
+        questions = {row["q"] for row in rows}
+        marks = self._marks(questions)
         by_id: dict[str, SessionRow] = {}
         for row in rows:
             q = row["q"]
-            if q in by_id:
+            if q in by_id or "parent" in row:
                 continue
+            found = marks.get(q, set())
             type_ = (_type_from_iri(q) or _SUBTYPES.get(row.get("sub", ""))
-                     or (AGENT if row.get("agentChild") == "true" else None)
-                     or (DOC_RAG if row.get("chunkChild") == "true" else GRAPH_RAG))
-            status = (FAILED if row.get("failed") == "true"
-                      else COMPLETE if row.get("done") == "true" else UNFINISHED)
+                     or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
+            status = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
             by_id[q] = SessionRow(q, type_, row.get("query", ""), row.get("time", ""), row.get("trace"),
                                   row.get("coll"), status)
         sessions = [s for s in by_id.values()
@@ -222,6 +219,27 @@ SELECT ?q ?query ?time ?sub ?trace ?coll ?agentChild ?chunkChild ?done ?failed W
                     and (collection is None or s.collection == collection)]
         sessions.sort(key=lambda s: (time_key(s.time), s.id), reverse=True)
         return sessions[:limit] if limit is not None else sessions
+
+    def _marks(self, questions: set[str]) -> dict[str, set[str]]:
+        """Question -> what its own steps show: ``end`` (a Conclusion or Synthesis), ``error`` (an
+        error status, the Question's included), ``analysis``, ``chunks``."""
+        up: dict[str, list[str]] = defaultdict(list)
+        for row in self.select(f"""
+SELECT ?s ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
+  ?s prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used ?o }} }}"""):
+            up[row["s"]].append(row["o"])
+        marks: dict[str, set[str]] = defaultdict(set)
+        for row in self.select(f"""
+SELECT DISTINCT ?n ?mark WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
+  {{ ?n a tg:Conclusion BIND("end" AS ?mark) }} UNION {{ ?n a tg:Synthesis BIND("end" AS ?mark) }}
+  UNION {{ ?n otelprov:statusMessage ?m BIND("error" AS ?mark) }}
+  UNION {{ ?n a tg:Analysis BIND("analysis" AS ?mark) }}
+  UNION {{ ?n tg:chunkCount ?c BIND("chunks" AS ?mark) }}
+}} }}"""):
+            owner = _nearest(row["n"], questions, up)
+            if owner is not None:
+                marks[owner].add(row["mark"])
+        return marks
 
     # -- show ---------------------------------------------------------------------------------
     def triples(self, question: str) -> list[tuple[str, str, Any]]:
@@ -269,6 +287,18 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
         question = self.find_question(iri)
         triples = self.triples(question)
         return build_trace(question, triples), triples
+
+
+def _nearest(node: str, questions: set[str], up: dict[str, list[str]]) -> str | None:
+    """The first Question met going up the derivation links from ``node`` (itself included)."""
+    frontier, seen = [node], {node}
+    while frontier:
+        for n in frontier:
+            if n in questions:
+                return n
+        frontier = [o for n in frontier for o in up.get(n, ()) if o not in seen]
+        seen.update(frontier)
+    return None
 
 
 # -- building the tree (pure) ----------------------------------------------------------------------

@@ -600,3 +600,13 @@ def test_as_a_process(filled: Filled, tmp_path: Path) -> None:
     head = subprocess.run(f"{sys.executable} -m otel_prov.cli export --store {filled.path} | head -1",
                           shell=True, capture_output=True, text=True, timeout=120)
     assert head.stdout.startswith("@prefix") and "Traceback" not in head.stderr
+
+
+def test_demo_and_list_use_the_exporters_default_store(capsysbinary: Any) -> None:
+    """No --store, no OTEL_PROV_STORE: both use $XDG_DATA_HOME/otel-prov/store (a tmp dir here)."""
+    default = Path(os.environ["XDG_DATA_HOME"]) / "otel-prov" / "store"
+    assert not default.exists()
+    r = cli(capsysbinary, "demo", "--quiet")
+    assert r.code == 0 and f"writing to oxigraph:{default}" in r.err
+    rows = json.loads(cli(capsysbinary, "list", "--format", "json").out)
+    assert sorted(row["type"] for row in rows) == ["Agent", "DocRAG", "GraphRAG"]
