@@ -72,16 +72,20 @@ class ProvSpanExporter(SpanExporter):
                     records.append(from_sdk(span))
                 except InvalidSpan:
                     problems.append("span without a valid trace or span id")
-            update = self._mapper.map(records)
-            problems.extend(update.problems)
-            if problems:
-                self._problems.report(problems)
-            with self._lock:  # removals and additions reach the writer in mapping order
+            # One mapping at a time (it holds the GIL anyway): a GenAI trace's updates build on
+            # each other, so they must reach the writer in the order the mapper made them.
+            with self._lock:
+                if self._shutdown:
+                    return SpanExportResult.FAILURE
+                update = self._mapper.map(records)
                 self._spans += len(records)
                 if update.remove:
                     self._writer.remove(update.remove)
                 if update.add:
                     self._writer.add(nquads(update.add), len(update.add))
+            problems.extend(update.problems)
+            if problems:
+                self._problems.report(problems)
             return SpanExportResult.SUCCESS
         except Exception:  # never into the application
             self._problems.report(["unexpected error in export (see the first traceback)"])

@@ -4,6 +4,8 @@ that survives the lenient bulk parser exactly."""
 
 from __future__ import annotations
 
+import random
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,9 +13,14 @@ from pathlib import Path
 
 import pyoxigraph
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov import _writer
-from otel_prov._mapping import Quad, nquads
+from otel_prov import ProvSpanExporter, _writer
+from otel_prov import attributes as A
+from otel_prov._mapper import TraceMapper
+from otel_prov._mapping import SEED, Quad, nquads
+from otel_prov._spans import from_sdk
 from otel_prov._store import BULK_THRESHOLD, OxigraphStore
 from otel_prov._terms import iri, literal
 from otel_prov._vocab import GRAPH_RETRIEVAL
@@ -193,3 +200,57 @@ def test_text_round_trips_exactly_through_the_lenient_parser(store: RecordingSto
     assert values == {tricky}
     assert len(store.inner) == count
     writer.close()
+
+
+def _genai_traces(captured: tuple[TracerProvider, InMemorySpanExporter], traces: int) -> list:
+    """Standard GenAI agent traces (no otel_prov attributes): their graph is recomputed per trace
+    as spans arrive, so the exporter's updates depend on each other."""
+    provider, memory = captured
+    tracer = provider.get_tracer("plain")
+    for t in range(traces):
+        with tracer.start_as_current_span(f"invoke_agent a{t}", attributes={
+                A.GEN_AI_OPERATION_NAME: "invoke_agent", A.GEN_AI_AGENT_NAME: f"a{t}"}):
+            for i in range(4):
+                with tracer.start_as_current_span(f"execute_tool t{i}", attributes={
+                        A.GEN_AI_OPERATION_NAME: "execute_tool", A.GEN_AI_TOOL_NAME: f"t{i}",
+                        A.GEN_AI_TOOL_CALL_ARGUMENTS: f'{{"n": {i}}}',
+                        A.GEN_AI_TOOL_CALL_RESULT: f"result {t}/{i}"}):
+                    pass
+    return list(memory.get_finished_spans())
+
+
+def test_genai_traces_exported_from_several_threads_give_the_graph_of_one_export(
+        captured: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path) -> None:
+    spans = _genai_traces(captured, 30)
+    # One export of the whole trace set, by the same mapping (rdflib would round the timestamps).
+    want = expected_from(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    rng = random.Random(5)
+    order = spans[:]
+    rng.shuffle(order)
+    batches = [order[i:i + 2] for i in range(0, len(order), 2)]
+    exporter = ProvSpanExporter(store=f"oxigraph:{tmp_path / 'store'}")
+
+    def export(part: list) -> None:
+        for batch in part:
+            exporter.export(batch)
+
+    threads = [threading.Thread(target=export, args=(batches[k::4],)) for k in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often: interleavings that a race would need
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert exporter.force_flush()
+    exporter.shutdown()
+    store = pyoxigraph.Store(str(tmp_path / "store"))  # released by shutdown
+    assert {str(q) for q in store} == want
+
+
+def expected_from(data: bytes) -> set[str]:
+    want = pyoxigraph.Store()
+    want.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS)
+    return {str(q) for q in want}
