@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -108,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _on_signals(stop: threading.Event) -> None:
+    """The first SIGTERM/SIGINT drains; a second one exits at once (what is queued is lost)."""
+
     def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            print("otel-prov serve: second signal, exiting without draining", file=sys.stderr, flush=True)
+            os._exit(1)
         stop.set()
 
     signal.signal(signal.SIGTERM, handler)
