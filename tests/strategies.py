@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
+from opentelemetry import context, trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -98,6 +99,8 @@ class Tool:
     args: str | None
     result: str | None
     nested: GenAIAgent | None = None
+    remote: bool = False
+    """The nested agent runs in another service: its parent context is remote (propagated)."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class GenAIPlan:
 def _genai_agents(depth: int, style: str | None = None) -> st.SearchStrategy[GenAIAgent]:
     nested = st.none() if depth == 0 else st.none() | _genai_agents(depth - 1, "genai")
     tool = st.builds(Tool, name=names, args=st.none() | arguments.map(json.dumps), result=st.none() | texts,
-                     nested=nested)
+                     nested=nested, remote=st.booleans())
     item = st.builds(Chat, texts) | tool
     turn = st.builds(Turn, wrapper=st.sampled_from([None, "CHAIN", "AGENT"]),
                      items=st.lists(item, max_size=3).map(tuple))
@@ -370,8 +373,22 @@ def _emit_item(item: Chat | Tool, tracer: Tracer, oi: bool) -> None:
         if item.result is not None:
             attrs[A.GEN_AI_TOOL_CALL_RESULT] = item.result
     with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attrs):
-        if item.nested is not None:
+        if item.nested is None:
+            return
+        if not item.remote:
             emit_genai_agent(item.nested, tracer)
+            return
+        # An HTTP call to the agent's service: client span here, server span there (remote parent).
+        with tracer.start_as_current_span("POST /agent", kind=SpanKind.CLIENT) as client:
+            ctx = client.get_span_context()
+            remote = trace.NonRecordingSpan(trace.SpanContext(ctx.trace_id, ctx.span_id, is_remote=True,
+                                                              trace_flags=ctx.trace_flags))
+            token = context.attach(trace.set_span_in_context(remote))
+            try:
+                with tracer.start_as_current_span("POST /agent", kind=SpanKind.SERVER):
+                    emit_genai_agent(item.nested, tracer)
+            finally:
+                context.detach(token)
 
 
 # -- delivery -------------------------------------------------------------------------------------------

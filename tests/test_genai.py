@@ -660,11 +660,13 @@ def _remote_hop() -> tuple[list[ReadableSpan], list[ReadableSpan]]:
     upstream = make(S("invoke_agent Planner", 0, 100, {"gen_ai.operation.name": "invoke_agent",
                                                        "input.value": "plan"}, [
         S("execute_tool call_remote", 1, 99, {"gen_ai.operation.name": "execute_tool",
-                                              "gen_ai.tool.name": "call_remote"}),
+                                              "gen_ai.tool.name": "call_remote"}, [
+            S("POST /agent", 1, 99, {"http.request.method": "POST"}, kind=SpanKind.CLIENT),
+        ]),
     ]))
-    tool = next(s for s in upstream if s.name == "execute_tool call_remote")
+    client = next(s for s in upstream if s.name == "POST /agent")
     remote_parent = trace.NonRecordingSpan(trace.SpanContext(
-        TRACE_ID, tool.context.span_id, is_remote=True, trace_flags=trace.TraceFlags(1)))
+        TRACE_ID, client.context.span_id, is_remote=True, trace_flags=trace.TraceFlags(1)))
     memory = InMemorySpanExporter()
     provider = TracerProvider(id_generator=FixedIds())
     provider.id_generator.count = 100  # type: ignore[attr-defined]
@@ -699,6 +701,13 @@ def test_remote_parent_is_a_root_until_it_arrives() -> None:
     assert (remote, f"{U}/i1") in derived
     assert_isomorphic(whole, export([downstream, upstream])[-1])
     assert_isomorphic(whole, export([upstream, downstream])[-1])
+    # The HTTP client span (no GenAI content) arriving last still links the remote agent.
+    client = [s for s in upstream if s.name == "POST /agent"]
+    rest = [s for s in upstream if s not in client]
+    states = export([downstream, rest, client])
+    assert (remote, f"{U}/i1") not in {(str(s), str(o)) for s, _, o, _ in states[1].quads(
+        (None, rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), None, None))}
+    assert_isomorphic(whole, states[-1])
 
 
 def test_remote_parent_flag_read_from_otlp() -> None:
