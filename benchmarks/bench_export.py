@@ -407,6 +407,61 @@ def _verify_received(receiver: Receiver, before: int, count: int) -> str | None:
     return None if got == count else f"receiver logged {got} spans, expected {count}"
 
 
+def components(spans: Sequence[ReadableSpan], batch: int, workdir: Path) -> dict[str, float]:
+    """Where the PROV path's time goes, each part alone on one thread (milliseconds, best of 3)."""
+    import pyoxigraph
+
+    from otel_prov._mapper import TraceMapper
+
+    nq = pyoxigraph.RdfFormat.N_QUADS
+    batches = [spans[i:i + batch] for i in range(0, len(spans), batch)]
+    records = [[from_sdk(s) for s in b] for b in batches]
+
+    def mapping() -> list[Any]:
+        mapper = TraceMapper("seed")
+        return [mapper.map(r).add for r in records]
+
+    quad_lists = mapping()
+    data = [nquads(q) for q in quad_lists]
+    whole = b"".join(data)
+
+    def fresh() -> Any:
+        return pyoxigraph.Store(tempfile.mkdtemp(prefix="store-", dir=workdir))
+
+    def per_batch_bulk() -> None:
+        store = fresh()
+        for part in data:
+            store.bulk_load(input=part, format=nq, lenient=True)
+
+    def append_file() -> None:
+        with open(workdir / "spool.nq", "ab") as fh:
+            for part in data:
+                fh.write(part)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    parts: dict[str, Callable[[], Any]] = {
+        "from_sdk (ReadableSpan -> SpanRecord)": lambda: [[from_sdk(s) for s in b] for b in batches],
+        "TraceMapper.map per batch (the mapping)": mapping,
+        "nquads() per batch (N-Quads text)": lambda: [nquads(q) for q in quad_lists],
+        f"on-disk bulk_load of everything, one call ({len(whole) / 2**20:.1f} MiB)":
+            lambda: fresh().bulk_load(input=whole, format=nq, lenient=True),
+        "on-disk bulk_load per batch": per_batch_bulk,
+        "in-memory bulk_load of everything, one call": lambda: pyoxigraph.Store().bulk_load(
+            input=whole, format=nq, lenient=True),
+        "append N-Quads per batch to a file, one fsync": append_file,
+    }
+    out: dict[str, float] = {}
+    for name, func in parts.items():
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            func()
+            best = min(best, time.perf_counter() - t0)
+        out[name] = best * 1000
+    return out
+
+
 def run_forked(timeout: float, func: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``func()`` in a forked child (fresh heap growth, threads and peak RSS), its result as JSON."""
     read_fd, write_fd = os.pipe()
@@ -492,6 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="which local receiver (default: a binary if built, else Python)")
     parser.add_argument("--no-tracemalloc", action="store_true", help="skip the untimed tracemalloc runs")
     parser.add_argument("--json", type=Path, help="also write all figures to this file")
+    parser.add_argument("--components", action="store_true",
+                        help="also time the parts of the PROV path one by one, on one thread")
     parser.add_argument("--python-receiver", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.python_receiver:
@@ -505,6 +562,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"({expected_count} distinct quads expected in the store); batches of {args.batch_size}; "
           f"{args.repeats} timed runs each; {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
     workdir = Path(tempfile.mkdtemp(prefix="otel-prov-bench-"))
+    if args.components:
+        print("components (one thread, best of 3, forked):")
+        for name, ms in run_forked(args.timeout, lambda: components(spans, args.batch_size, workdir)).items():
+            print(f"  {name:58s} {ms:7.1f} ms  {len(spans) / ms * 1000:9,.0f} spans/s")
     receiver = start_receiver(workdir, args.receiver)
     print(f"receiver: {receiver.kind}, 127.0.0.1:{receiver.port}, separate process")
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ORDER}
