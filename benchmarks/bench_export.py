@@ -248,6 +248,7 @@ extensions:
   jaeger_query:
     storage:
       traces: memstore
+    enable_tracing: false
     http:
       endpoint: 127.0.0.1:{_free_port()}
     grpc:
