@@ -1,10 +1,28 @@
 """The write path: one background thread owns the store's writes.
 
-``export()`` maps spans and hands N-Quads to :class:`Writer`; the writer thread takes everything
-queued since its last write and stores it in one call, so many small batches become few large
-writes (the store's per-call cost dominates otherwise).  Writes are ordered: removals and additions
-are applied in the order they were submitted.  A failing store is retried with backoff; what still
-cannot be written at close is saved to a rescue file next to the store, never dropped silently.
+``export()`` maps spans (Python, holding the GIL) and hands N-Quads text to :class:`Writer`; the
+writer thread stores them (Oxigraph parses and writes in Rust with the GIL released), so mapping the
+next batch and writing the last one run at the same time on two cores.
+
+- **Merging.** The writer takes everything queued since its last write and stores it in one call.
+  An on-disk ``bulk_load`` has a fixed cost per call (new files, a dozen fsyncs: ~13 ms on a quiet
+  disk, far more on a busy one), so many small batches must become few large writes.
+- **Adaptive merging.** An idle writer writes a batch at once (a lone export is readable within
+  milliseconds).  A busy one -- data arrived while it was writing -- waits up to :data:`LINGER` for
+  :data:`MERGE_BYTES` to gather, unless someone waits (``wait()``: ``force_flush``, a receiver
+  acknowledging) or the writer closes: then it writes at once.  So a burst becomes a few large
+  writes, and latency stays bounded by ``LINGER`` plus one write.
+- **Order.** Removals and additions are applied in the order they were submitted (additions in a
+  row are merged; a removal is applied on its own).
+- **Nothing dropped.** ``wait(seq)`` returns once everything submitted up to ``seq`` is stored;
+  ``close()`` stores what is queued.  A failing store is retried with backoff; what still cannot be
+  written at close is saved as N-Quads to a rescue file next to the store, never dropped silently.
+  Above :data:`MAX_PENDING_BYTES` of unwritten data, submitting waits (back-pressure).
+
+What was measured and not adopted (figures in ``docs/benchmarks.md``): a write per batch (the fixed
+cost dominates), one write of everything at shutdown (nothing readable meanwhile, and the whole
+write lands after the last export), a durable N-Quads spool file (appending is cheap, but it does not
+make the store write faster, and it needs replay and ordering with removals).
 """
 
 from __future__ import annotations
