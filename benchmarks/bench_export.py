@@ -314,6 +314,21 @@ def _status_kib(field: str) -> int:
     return 0
 
 
+def _process_cpu_s() -> float:
+    """CPU-seconds used by this process so far (all its threads)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def _receiver_cpu_s(receiver: Receiver) -> float:
+    try:
+        with open(f"/proc/{receiver.proc.pid}/stat") as fh:
+            stat = fh.read().rsplit(")", 1)[1].split()
+        return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _reset_peak_rss() -> None:
     try:
         with open("/proc/self/clear_refs", "w") as fh:
@@ -353,16 +368,21 @@ def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
         tracemalloc.start()
     _reset_peak_rss()
     rss_before = _status_kib("VmRSS")
+    cpu0, receiver_cpu0 = _process_cpu_s(), _receiver_cpu_s(receiver)
     t0 = time.perf_counter()
     failures = _feed(exporter, spans, batch)
     t1 = time.perf_counter()
     exporter.shutdown()
     seconds = time.perf_counter() - t0
+    cpu = _process_cpu_s() - cpu0
+    receiver_cpu = _receiver_cpu_s(receiver) - receiver_cpu0
     result: dict[str, Any] = {
         "seconds": seconds,
         "spans_per_s": len(spans) / seconds,
         "export_calls_s": t1 - t0,
         "shutdown_s": seconds - (t1 - t0),
+        "cpu_s": cpu,
+        "receiver_cpu_s": receiver_cpu if kind == OTLP else 0.0,
         "rss_peak_mib": (_status_kib("VmHWM") - rss_before) / 1024,
         "export_failures": failures,
     }
@@ -512,14 +532,7 @@ def _cpu_busy_s() -> float:
 def _own_cpu_s(receiver: Receiver) -> float:
     """CPU-seconds used by this benchmark: this process, its finished children, the receiver."""
     t = os.times()
-    own = t.user + t.system + t.children_user + t.children_system
-    try:
-        with open(f"/proc/{receiver.proc.pid}/stat") as fh:
-            stat = fh.read().rsplit(")", 1)[1].split()
-        own += (int(stat[11]) + int(stat[12])) / _TICK
-    except (OSError, IndexError, ValueError):
-        pass
-    return own
+    return t.user + t.system + t.children_user + t.children_system + _receiver_cpu_s(receiver)
 
 
 class OtherLoad:
@@ -599,7 +612,9 @@ def _one(result: dict[str, Any]) -> str:
         return f"ERROR {result['error']}"
     text = (f"{result['spans_per_s']:9,.0f} spans/s  {result['seconds']:.3f} s (export() calls "
             f"{result['export_calls_s']:.3f} s + shutdown {result['shutdown_s']:.3f} s)  "
-            f"RSS +{result['rss_peak_mib']:.0f} MiB")
+            f"CPU {result['cpu_s']:.3f} s"
+            + (f" (+ receiver {result['receiver_cpu_s']:.3f} s)" if result["receiver_cpu_s"] else "")
+            + f"  RSS +{result['rss_peak_mib']:.0f} MiB")
     return text + (f"  INVALID: {result['invalid']}" if result.get("invalid") else "")
 
 
@@ -607,17 +622,18 @@ def report(runs: dict[str, list[dict[str, Any]]], memory: dict[str, dict[str, An
            receiver: str, others: float, args: argparse.Namespace) -> int:
     ok = True
     medians: dict[str, float] = {}
-    print(f"\n{'exporter':42s} {'median spans/s':>14s}  {'runs (spans/s)':30s} {'peak RSS +MiB':>13s} "
-          f"{'tracemalloc MiB':>15s}")
+    print(f"\n{'exporter':42s} {'median spans/s':>14s}  {'runs (spans/s)':30s} {'CPU s':>6s} "
+          f"{'peak RSS +MiB':>13s} {'tracemalloc MiB':>15s}")
     for kind in ORDER:
         good = [r for r in runs[kind] if "error" not in r and not r.get("invalid")]
         ok &= len(good) == len(runs[kind])
         rates = [r["spans_per_s"] for r in good]
         medians[kind] = statistics.median(rates) if rates else float("nan")
         rss = statistics.median([r["rss_peak_mib"] for r in good]) if good else float("nan")
+        cpu = statistics.median([r["cpu_s"] for r in good]) if good else float("nan")
         traced = memory.get(kind, {}).get("tracemalloc_peak_mib")
         print(f"{LABELS[kind]:42s} {medians[kind]:14,.0f}  "
-              f"{', '.join(f'{r:,.0f}' for r in rates):30s} {rss:13.0f} "
+              f"{', '.join(f'{r:,.0f}' for r in rates):30s} {cpu:6.3f} {rss:13.0f} "
               f"{'-' if traced is None else f'{traced:.1f}':>15s}")
     print(f"\nratio (a)/(c) on-disk PROV vs OTLP: {medians[PROV_DISK] / medians[OTLP]:.2f}")
     print(f"ratio (b)/(c) in-memory PROV vs OTLP: {medians[PROV_MEMORY] / medians[OTLP]:.2f}")
