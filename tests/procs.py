@@ -190,9 +190,11 @@ class Serve(Proc):
 
 
 def start_serve(store: Path, log: Path, *args: str, env: Mapping[str, str] | None = None,
-                timeout: float = 30.0) -> Serve:
-    """``otel-prov serve`` on free ports (it binds port 0 and reports what it got)."""
-    cmd = [*serve_command(), "--store", f"oxigraph:{store}", "--grpc-port", "0", "--http-port", "0", *args]
+                timeout: float = 30.0, grpc_port: int = 0) -> Serve:
+    """``otel-prov serve`` on free ports (it binds port 0 and reports what it got), or on the given
+    gRPC port."""
+    cmd = [*serve_command(), "--store", f"oxigraph:{store}", "--grpc-port", str(grpc_port),
+           "--http-port", "0", *args]
     proc = start("otel-prov serve", cmd, log, env)
 
     def listening() -> re.Match[str] | None:

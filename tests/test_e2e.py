@@ -267,3 +267,72 @@ def test_in_process_otlp_and_prov_exporters(tmp_path: Path, procs: list[Proc]) -
     assert time.monotonic() - started < 120
     assert_show_links_jaeger(store, result["explain_id"], jaeger, trace_id, result["answer"])
 
+
+
+# -- 3. the Collector's queue and retry against a receiver that is down, then busy ----------------
+
+
+def _agent_requests(n_sessions: int, per_request: int) -> tuple[list[bytes], int]:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from otel_prov import agent_session
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "e2e-load"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for k in range(n_sessions):
+        with agent_session(f"question {k}?", tracer_provider=provider) as session:
+            for i in range(3):
+                with session.iteration() as step:
+                    step.thought(f"thought {k}.{i}")
+                    step.action("calculator", {"expression": f"{k}+{i}"})
+                    step.observation(str(k + i))
+            session.conclude(f"answer {k}")
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    requests = [encode_spans(spans[i:i + per_request]).SerializeToString()
+                for i in range(0, len(spans), per_request)]
+    return requests, len(spans)
+
+
+def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: list[Proc]) -> None:
+    """The Collector holds the PROV batches while ``serve`` is not running, and honours its
+    UNAVAILABLE + RetryInfo when it is busy (``--max-inflight 1``): every span ends up stored, none
+    is dropped (the exporter's failure counters stay 0)."""
+    import grpc
+
+    from tests.procs import free_port
+
+    require_binary("otelcol-prov")
+    jaeger = start_jaeger(tmp_path)
+    procs.append(jaeger)
+    prov_port = free_port()
+    collector = start_collector(tmp_path, jaeger_otlp=jaeger.otlp_grpc, prov_otlp=prov_port)
+    procs.append(collector)
+    requests, n_spans = _agent_requests(2000, 250)
+    half = len(requests) // 4
+    with grpc.insecure_channel(f"127.0.0.1:{collector.otlp_grpc}") as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                     request_serializer=None, response_deserializer=None)
+        for body in requests[:half]:  # while serve is down: queued and retried by the Collector
+            export(body, timeout=10)
+        time.sleep(1.0)
+        serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--max-inflight", "1",
+                            grpc_port=prov_port)
+        procs.append(serve)
+        for body in requests[half:]:  # a burst: many batches sent at once by the exporter's consumers
+            export(body, timeout=10)
+
+    def health() -> dict[str, Any]:
+        status, body = http_get(f"http://{serve.http}/health", 2.0)
+        return json.loads(body) if status == 200 else {}
+
+    wait_until(lambda: health().get("spans_acknowledged", 0) >= n_spans, TIMEOUT,
+               f"otel-prov serve to acknowledge all {n_spans} spans", interval=0.2, proc=serve)
+    info = health()
+    assert info["spans_acknowledged"] == n_spans
+    refused = info["refused"].get("request refused: too many requests in flight", 0)
+    assert refused > 0, "the Collector never sent concurrently: back-pressure was not exercised"
+    for metric in ("otelcol_exporter_send_failed_spans", "otelcol_exporter_enqueue_failed_spans"):
+        assert collector.metric(metric) == 0, metric
+    assert collector.metric("otelcol_exporter_sent_spans") >= 2 * n_spans  # Jaeger and PROV
