@@ -336,3 +336,65 @@ def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: 
     for metric in ("otelcol_exporter_send_failed_spans", "otelcol_exporter_enqueue_failed_spans"):
         assert collector.metric(metric) == 0, metric
     assert collector.metric("otelcol_exporter_sent_spans") >= 2 * n_spans  # Jaeger and PROV
+
+
+# -- 4. OTLP/HTTP from the Collector's otlp_http exporter ------------------------------------------
+
+_HTTP_PIPELINE = """\
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:${env:IN_PORT}
+processors:
+  batch:
+    timeout: 100ms
+exporters:
+  otlp_http/prov:
+    endpoint: http://127.0.0.1:${env:PROV_HTTP_PORT}
+    headers:
+      authorization: "Bearer ${env:OTEL_PROV_SERVE_TOKEN}"
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [otlp_http/prov]
+"""
+
+
+def test_collector_otlp_http_exporter_to_serve(tmp_path: Path, procs: list[Proc]) -> None:
+    """serve's HTTP transport with a real Go client (gzip by default, bearer token)."""
+    import grpc
+
+    from tests.procs import free_port, port_open, start
+
+    binary = require_binary("otelcol-prov")
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", env={"OTEL_PROV_SERVE_TOKEN": "tok"})
+    procs.append(serve)
+    config = tmp_path / "http-pipeline.yaml"
+    config.write_text(_HTTP_PIPELINE)
+    in_port = free_port()
+    collector = start("collector", [str(binary), "--config", str(config)], tmp_path / "collector.log",
+                      {"IN_PORT": str(in_port), "PROV_HTTP_PORT": str(serve.http_port),
+                       "OTEL_PROV_SERVE_TOKEN": "tok"})
+    procs.append(collector)
+    wait_until(lambda: port_open(in_port), TIMEOUT, "the Collector", proc=collector)
+    requests, n_spans = _agent_requests(50, 100)
+    with grpc.insecure_channel(f"127.0.0.1:{in_port}") as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                     request_serializer=None, response_deserializer=None)
+        for body in requests:
+            export(body, timeout=10)
+
+    def acknowledged() -> int:
+        status, body = http_get(f"http://{serve.http}/health", 2.0)
+        return int(json.loads(body)["spans_acknowledged"]) if status == 200 else 0
+
+    wait_until(lambda: acknowledged() >= n_spans, TIMEOUT, "serve to acknowledge the spans over HTTP",
+               interval=0.1, proc=serve)
+    status, body = http_get(f"http://{serve.http}/health", 2.0)
+    assert json.loads(body)["refused"] == {}
