@@ -11,7 +11,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -40,10 +40,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_prov import agent_session
 from otel_prov._config import StoreSpec
 from otel_prov._dataset import spans_to_dataset
+from otel_prov._mapper import TraceMapper, Update
 from otel_prov._mapping import map_spans, nquads
 from otel_prov._serve import Receiver, Server, ServeSettings, settings_from
 from otel_prov._serve_grpc import RETRY_INFO_TRAILER, STATUS_DETAILS_TRAILER
-from otel_prov._spans import from_otlp
+from otel_prov._spans import SpanRecord, from_otlp
 from otel_prov._store import OxigraphStore
 from tests.graphs import assert_isomorphic
 from tests.procs import start_serve
@@ -250,6 +251,33 @@ def test_partial_success_for_spans_that_can_never_be_accepted(make_server: Make)
     assert resp.status_code == 200
     body = resp.json()
     assert body["partialSuccess"]["rejectedSpans"] == "1"
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+
+
+class PoisonedMapper(TraceMapper):
+    """The real mapper, except that it raises on any batch holding a span named ``poison``."""
+
+    def map(self, records: Iterable[SpanRecord]) -> Update:
+        records = list(records)
+        if any(r.name == "poison" for r in records):
+            raise RuntimeError("mapping bug (test)")
+        return super().map(records)
+
+
+def test_a_span_the_mapping_fails_on_is_rejected_and_the_rest_stored(make_server: Make) -> None:
+    server = make_server()
+    server.receiver._mapper = PoisonedMapper("seed")
+    spans = agent_spans()
+    request = request_of(spans)
+    poison = request.resource_spans[0].scope_spans[0].spans.add()
+    poison.CopyFrom(request.resource_spans[0].scope_spans[0].spans[0])
+    poison.span_id = b"\x09" * 8
+    poison.name = "poison"
+    channel, client = stub(server.grpc.port)
+    with channel:
+        response = client.Export(request, timeout=10)
+    assert response.partial_success.rejected_spans == 1
+    assert "poison" in response.partial_success.error_message
     assert_isomorphic(spans_to_dataset(spans), stored(server))
 
 
