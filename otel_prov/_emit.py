@@ -70,8 +70,8 @@ class _Session:
         self.explain_graph = GRAPH_RETRIEVAL
         """The named graph the explanation is in."""
         self._common: dict[str, Any] = {A.FLOW: self.flow, A.GEN_AI_AGENT_NAME: agent_name}
-        if session_id:
-            self._common[A.SESSION_ID] = session_id
+        if session_id is not None:
+            self._common[A.SESSION_ID] = str(session_id)
         self._context = trace.set_span_in_context(root)
 
     def _instant(self, name: str, step: str, attributes: Mapping[str, Any],
@@ -241,6 +241,8 @@ def _session(cls: type[S], question: str, session_id: str | None, collection: st
         f"invoke_agent {agent_name}", kind=SpanKind.INTERNAL,
     ) as root:
         ctx = root.get_span_context()
+        if session_id is not None and not str(session_id).strip():
+            session_id = None  # blank: as if not given (the mapping treats it so too)
         if session_id is None and (enclosing or not ctx.is_valid):
             # Inside another trace the trace id is not this session's own: mint one.
             session_id = str(_uuid.uuid4())

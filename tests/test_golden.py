@@ -187,3 +187,14 @@ def test_rag_inside_an_agent_tool_is_a_sub_trace(captured) -> None:
     assert (str(rag_questions[0]), "urn:trustgraph:agent:a-1/i1") in derived
     # The sub-session minted its own id: it does not share the agent's trace id as its key.
     assert str(rag_questions[0]) != f"urn:trustgraph:docrag:{session.session_id}"
+
+
+def test_blank_session_id_is_as_if_not_given(captured) -> None:
+    provider, memory = captured
+    with doc_rag_session("q", session_id="  ", tracer_provider=provider) as s:
+        s.synthesis("a")
+    root = _by_name(memory.get_finished_spans(), "invoke_agent doc-rag")
+    expected_uuid = str(__import__("uuid").UUID(int=root.context.trace_id))
+    assert s.explain_id == f"urn:trustgraph:docrag:{expected_uuid}"
+    subjects = {str(q[0]) for q in spans_to_dataset(memory.get_finished_spans()).quads((None, None, None, None))}
+    assert s.explain_id in subjects
