@@ -69,6 +69,10 @@ RETRY_DRAINING_SECONDS = 5.0
 _STORE_FAILING_GRACE = 0.5
 """A waiting request answers UNAVAILABLE once the store has been failing this long (seconds)."""
 
+_CLOSE_TIMEOUT = 120.0
+"""Seconds to wait at shutdown for the writer to store what is queued (a hung store must not hang
+the process forever)."""
+
 OFF = "off"
 
 
@@ -397,6 +401,9 @@ class Receiver:
         while True:
             before = time.monotonic()
             if self._writer.wait(seq, timeout=0.05):
+                if self._closed:  # the drain timed out: a closing writer may have rescued, not stored
+                    self._refused_inflight("closed before the commit was confirmed")
+                    return _unavailable("the receiver closed; retry", RETRY_DRAINING_SECONDS)
                 return None
             now = time.monotonic()
             if now - before < 0.04:  # wait() returned at once: the writer thread is gone
@@ -455,9 +462,13 @@ class Receiver:
                 return True
             self._closed = True
             self._draining = True
-        ok = self._writer.close()
-        if not ok:
-            logger.error("otel-prov serve: the writer did not finish at shutdown")
+        if not self._writer.close(_CLOSE_TIMEOUT):
+            # Still writing (a hung store): leave the store to the writer; what was committed
+            # is safe, what was queued was never acknowledged.
+            logger.error("otel-prov serve: the writer did not finish within %.0f s at shutdown; "
+                         "unacknowledged data still queued is not stored", _CLOSE_TIMEOUT)
+            return False
+        ok = True
         try:
             self.store.close()
         except Exception as exc:
