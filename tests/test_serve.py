@@ -47,7 +47,7 @@ from otel_prov._serve_grpc import RETRY_INFO_TRAILER, STATUS_DETAILS_TRAILER
 from otel_prov._spans import SpanRecord, from_otlp
 from otel_prov._store import OxigraphStore
 from tests.graphs import assert_isomorphic
-from tests.procs import start_serve
+from tests.procs import Proc, start_serve
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MIB = 1024 * 1024
@@ -505,8 +505,18 @@ def _send_until(port: int, requests_: list[ExportTraceServiceRequest], stop: thr
                 acked.append(i)
 
 
-def test_sigterm_drains_and_exits_cleanly(tmp_path: Path) -> None:
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    """Processes to stop at the end, whatever happens."""
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.terminate(timeout=15)
+
+
+def test_sigterm_drains_and_exits_cleanly(tmp_path: Path, procs: list[Proc]) -> None:
     serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
+    procs.append(serve)
     batch = [request_of(agent_spans(5)) for _ in range(40)]
     acked: list[int] = []
     lock, stop = threading.Lock(), threading.Event()
@@ -529,11 +539,12 @@ def test_sigterm_drains_and_exits_cleanly(tmp_path: Path) -> None:
     assert not missing, f"{len(missing)} acknowledged quads missing"
 
 
-def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path) -> None:
+def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path, procs: list[Proc]) -> None:
     """A real ``otel-prov serve`` under load from real gRPC clients is killed with SIGKILL, then
     restarted on the same store: every acknowledged request's quads are there."""
     store_path = tmp_path / "store"
     serve = start_serve(store_path, tmp_path / "serve.log")
+    procs.append(serve)
     batch = [request_of(agent_spans(20)) for _ in range(64)]
     acked: list[int] = []
     lock, stop = threading.Lock(), threading.Event()
@@ -553,6 +564,7 @@ def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path) -> None:
         acknowledged = sorted(set(acked))
     assert len(acknowledged) < len(batch), "the kill came after the load: nothing was in flight"
     restarted = start_serve(store_path, tmp_path / "serve2.log")
+    procs.append(restarted)
     health = requests.get(f"http://{restarted.http}/health", timeout=5)
     assert health.status_code == 200
     assert restarted.terminate(timeout=30) == 0, restarted.tail()
