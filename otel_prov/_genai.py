@@ -22,13 +22,12 @@ which may never be exported to us; the span below it is taken as a root until it
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid as _uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple, TypeAlias
 
 from rdflib.namespace import PROV
 
@@ -38,7 +37,6 @@ from ._mapping import (
     STRICT,
     Mapped,
     analysis_iri,
-    is_prov_span,
     map_span,
     question_iri,
     session_uuid,
@@ -74,6 +72,26 @@ _READ_KEYS = (
 """Every attribute of an agent or tool span the mapping reads (besides the messages)."""
 
 
+class SpanView(NamedTuple):
+    """What a trace's tree keeps of a span: the fields of a :class:`SpanRecord` (a tuple, several
+    times cheaper to make), with only the attributes the mapping needs."""
+
+    trace_id: int
+    span_id: int
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, Any]
+    parent_id: int
+    parent_remote: bool
+    error: bool
+    status_message: str
+
+
+Node: TypeAlias = "SpanRecord | SpanView"
+"""A span as the tree reads it: the span itself, or its view."""
+
+
 @dataclass
 class GenAIMapped(Mapped):
     """:class:`Mapped`, plus the agent and tool spans that wait for missing ancestors."""
@@ -86,19 +104,24 @@ class GenAIMapped(Mapped):
 # -- what a span is ---------------------------------------------------------------------------------
 
 
-def _str(rec: SpanRecord, key: str) -> str | None:
+def _ours(rec: Node) -> bool:
+    """Whether the span carries our attributes (it is mapped on its own, not here)."""
+    return A.FLOW in rec.attributes
+
+
+def _str(rec: Node, key: str) -> str | None:
     value = rec.attributes.get(key)
     return value if isinstance(value, str) else None
 
 
-def _oi_kind(rec: SpanRecord) -> str | None:
+def _oi_kind(rec: Node) -> str | None:
     kind = _str(rec, A.OPENINFERENCE_SPAN_KIND)
     return kind.upper() if kind is not None else None
 
 
-def _is_agent_candidate(rec: SpanRecord) -> bool:
+def _is_agent_candidate(rec: Node) -> bool:
     """An agent span, or (OpenInference ``AGENT``) one if no agent is above it."""
-    if is_prov_span(rec):
+    if _ours(rec):
         return False
     kind = _oi_kind(rec)
     if kind is not None:
@@ -106,8 +129,8 @@ def _is_agent_candidate(rec: SpanRecord) -> bool:
     return _str(rec, A.GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT or rec.name.startswith(OP_INVOKE_AGENT)
 
 
-def _is_tool_candidate(rec: SpanRecord) -> bool:
-    if is_prov_span(rec):
+def _is_tool_candidate(rec: Node) -> bool:
+    if _ours(rec):
         return False
     kind = _oi_kind(rec)
     if kind is not None:
@@ -116,36 +139,61 @@ def _is_tool_candidate(rec: SpanRecord) -> bool:
     return op == OP_EXECUTE_TOOL or (op in (None, _OP_UNKNOWN) and rec.name.startswith(OP_EXECUTE_TOOL))
 
 
-def genai_relevant(rec: SpanRecord) -> bool:
+def genai_relevant(rec: Node) -> bool:
     """Whether the span may be an agent or a tool call of a standard GenAI trace (its content is
     needed; every other span is needed only for its place in the tree)."""
     return _is_agent_candidate(rec) or _is_tool_candidate(rec)
 
 
-def trace_view(rec: SpanRecord) -> tuple[SpanRecord, bool]:
-    """What a trace's tree must keep of a span, and whether the span is GenAI-relevant.
+OURS, RELEVANT, OTHER = "ours", "relevant", "other"
+"""What ``trace_view`` says a span is: ours, a possible agent or tool call, anything else."""
+
+
+def trace_view(rec: Node) -> tuple[SpanView, str]:
+    """What a trace's tree must keep of a span, and what the span is (:data:`OURS`,
+    :data:`RELEVANT` or :data:`OTHER`).
 
     Relevant spans keep the attributes the mapping reads (messages reduced to the one message
     read); every other span keeps a skeleton: ids, parent, name, start, and for an ``otel_prov``
     span the keys that name its step.  ``map_genai_trace`` gives the same result on views as on
     the spans themselves."""
+    source = rec.attributes
+    if A.FLOW in source:
+        kept = {}
+        for key in _PROV_KEYS:
+            value = source.get(key)
+            if value is not None:
+                kept[key] = value
+        return _skeleton(rec, kept), OURS
     if genai_relevant(rec):
-        attrs = {k: rec.attributes[k] for k in _READ_KEYS if k in rec.attributes}
+        attrs = {k: source[k] for k in _READ_KEYS if k in source}
         for key, role in ((A.GEN_AI_INPUT_MESSAGES, "user"), (A.GEN_AI_OUTPUT_MESSAGES, "assistant")):
-            if key in rec.attributes:
-                reduced = _reduce_messages(rec.attributes[key], role)
+            if key in source:
+                reduced = _reduce_messages(source[key], role)
                 if reduced is not None:
                     attrs[key] = reduced
-        return dataclasses.replace(rec, attributes=attrs), True
-    attrs_view: Mapping[str, Any] = _EMPTY
-    if is_prov_span(rec):
-        attrs_view = {k: rec.attributes[k] for k in _PROV_KEYS if k in rec.attributes}
-    return SpanRecord(trace_id=rec.trace_id, span_id=rec.span_id, name=rec.name, start_ns=rec.start_ns,
-                      end_ns=0, attributes=attrs_view, parent_id=rec.parent_id,
-                      parent_remote=rec.parent_remote), False
+        return _view(rec, attrs), RELEVANT
+    return _skeleton(rec, _EMPTY), OTHER
 
 
-def view_size(rec: SpanRecord) -> int:
+def view_kind(view: Node) -> str:
+    """What a span is, from its view."""
+    if A.FLOW in view.attributes:
+        return OURS
+    return RELEVANT if genai_relevant(view) else OTHER
+
+
+def _view(rec: Node, attrs: Mapping[str, Any]) -> SpanView:
+    return SpanView(rec.trace_id, rec.span_id, rec.name, rec.start_ns, rec.end_ns, attrs, rec.parent_id,
+                    rec.parent_remote, rec.error, rec.status_message)
+
+
+def _skeleton(rec: Node, attrs: Mapping[str, Any]) -> SpanView:
+    return SpanView(rec.trace_id, rec.span_id, rec.name, rec.start_ns, 0, attrs, rec.parent_id,
+                    rec.parent_remote, False, "")
+
+
+def view_size(rec: SpanView) -> int:
     """A rough size in bytes of a span's view (for the mapper's memory bound)."""
     size = 200 + len(rec.name)
     for value in rec.attributes.values():
@@ -214,7 +262,7 @@ def _reduce_messages(value: Any, role: str) -> Any:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}], ensure_ascii=False)
 
 
-def _message_attr(rec: SpanRecord, key: str, role: str, problems: list[str]) -> str | None:
+def _message_attr(rec: Node, key: str, role: str, problems: list[str]) -> str | None:
     if key not in rec.attributes:
         return None
     messages = _parse_messages(rec.attributes[key])
@@ -224,7 +272,7 @@ def _message_attr(rec: SpanRecord, key: str, role: str, problems: list[str]) -> 
     return _last_text(messages, role)
 
 
-def _text(rec: SpanRecord, key: str) -> Any:
+def _text(rec: Node, key: str) -> Any:
     """An attribute as the mapping takes it (non-strings are turned into text by the handlers)."""
     return rec.attributes.get(key)
 
@@ -250,7 +298,7 @@ _ROOT = _Up()
 _AGENT, _TOOL, _WAIT, _OTHER = "agent", "tool", "wait", "other"
 
 
-def _prov_link(rec: SpanRecord) -> str | None:
+def _prov_link(rec: Node) -> str | None:
     attrs = rec.attributes
     flow, step = attrs.get(A.FLOW), attrs.get(A.STEP)
     if flow not in A.FLOWS:
@@ -271,8 +319,8 @@ def _prov_link(rec: SpanRecord) -> str | None:
 class _Tree:
     """Classifies every span of one trace: agent, tool call (of which agent), waiting, other."""
 
-    def __init__(self, spans: Iterable[SpanRecord], problems: list[str]) -> None:
-        self.nodes: dict[int, SpanRecord] = {}
+    def __init__(self, spans: Iterable[Node], problems: list[str]) -> None:
+        self.nodes: dict[int, Node] = {}
         for rec in spans:
             self.nodes.setdefault(rec.span_id, rec)
         self.role: dict[int, str] = {}
@@ -283,7 +331,7 @@ class _Tree:
         for span_id in self.nodes:
             self._resolve(span_id)
 
-    def _above(self, rec: SpanRecord) -> _Up | None:
+    def _above(self, rec: Node) -> _Up | None:
         if rec.parent_id == 0:
             return _ROOT
         if rec.parent_remote and rec.parent_id not in self.nodes:
@@ -311,10 +359,10 @@ class _Tree:
             rec = self.nodes[node]
             self._below[node] = self._classify(rec, self._above(rec))
 
-    def _classify(self, rec: SpanRecord, up: _Up | None) -> _Up | None:
+    def _classify(self, rec: Node, up: _Up | None) -> _Up | None:
         """Records the span's role; returns what it makes of its children."""
         span_id = rec.span_id
-        if is_prov_span(rec):
+        if _ours(rec):
             self.role[span_id] = _OTHER
             link = _prov_link(rec)
             if link is None:
@@ -340,7 +388,7 @@ class _Tree:
         self.role[span_id] = _OTHER
         return up
 
-    def of_role(self, role: str) -> list[SpanRecord]:
+    def of_role(self, role: str) -> list[Node]:
         found = [self.nodes[s] for s, r in self.role.items() if r == role]
         return sorted(found, key=lambda r: (r.start_ns, r.span_id))
 
@@ -359,7 +407,7 @@ def nested_agent_uuid(trace_id: int, span_id: int) -> str:
     return str(_uuid.uuid5(_NESTED_NAMESPACE, f"{hex_trace_id(trace_id)}/{hex_span_id(span_id)}"))
 
 
-def _agent_name(rec: SpanRecord) -> str | None:
+def _agent_name(rec: Node) -> str | None:
     name = _str(rec, A.GEN_AI_AGENT_NAME)
     if name:
         return name
@@ -368,7 +416,7 @@ def _agent_name(rec: SpanRecord) -> str | None:
     return rec.name or None
 
 
-def _tool_name(rec: SpanRecord) -> str:
+def _tool_name(rec: Node) -> str:
     for key in (A.GEN_AI_TOOL_NAME, A.TOOL_NAME):
         value = _str(rec, key)
         if value:
@@ -378,7 +426,7 @@ def _tool_name(rec: SpanRecord) -> str:
     return rec.name
 
 
-def _first(rec: SpanRecord, keys: Sequence[str]) -> Any:
+def _first(rec: Node, keys: Sequence[str]) -> Any:
     for key in keys:
         if rec.attributes.get(key) is not None:
             return rec.attributes[key]
@@ -393,7 +441,7 @@ class _Trace:
         self.profile = profile
         self.result = result
         agents = tree.of_role(_AGENT)
-        self.tools: dict[int, list[SpanRecord]] = {a.span_id: [] for a in agents}
+        self.tools: dict[int, list[Node]] = {a.span_id: [] for a in agents}
         for tool in tree.of_role(_TOOL):
             self.tools[tree.up[tool.span_id].agent].append(tool)
         self.number = {t.span_id: n for ts in self.tools.values() for n, t in enumerate(ts, 1)}
@@ -403,11 +451,11 @@ class _Trace:
                      else nested_agent_uuid(a.trace_id, a.span_id) for a in agents}
         self.agents = agents
 
-    def _is_top(self, agent: SpanRecord) -> bool:
+    def _is_top(self, agent: Node) -> bool:
         up = self.tree.up[agent.span_id]
         return up.agent == 0 and not up.under_prov
 
-    def _derived_from(self, agent: SpanRecord) -> str | None:
+    def _derived_from(self, agent: Node) -> str | None:
         """What a nested agent's Question derives from: the step of the enclosing agent it runs
         in, else that agent's Question (or, under our own spans, their step or Question)."""
         up = self.tree.up[agent.span_id]
@@ -417,7 +465,7 @@ class _Trace:
             return question_iri(A.FLOW_AGENT, self.uuid[up.agent])
         return up.link
 
-    def _common(self, agent: SpanRecord) -> dict[str, Any]:
+    def _common(self, agent: Node) -> dict[str, Any]:
         attrs: dict[str, Any] = {A.FLOW: A.FLOW_AGENT}
         uuid = self.uuid[agent.span_id]
         if uuid != uuid_from_trace_id(agent.trace_id):
@@ -433,7 +481,7 @@ class _Trace:
             for tool in self.tools[agent.span_id]:
                 self._map_tool(agent, tool)
 
-    def _map_agent(self, agent: SpanRecord) -> None:
+    def _map_agent(self, agent: Node) -> None:
         problems = self.result.problems
         query = _message_attr(agent, A.GEN_AI_INPUT_MESSAGES, "user", problems)
         if query is None:
@@ -459,7 +507,7 @@ class _Trace:
             q = iri(question_iri(A.FLOW_AGENT, self.uuid[agent.span_id]))
             self.result.quads.append((q, _GENERATED_BY, iri(derived + "/session"), _GRAPH))
 
-    def _map_tool(self, agent: SpanRecord, tool: SpanRecord) -> None:
+    def _map_tool(self, agent: Node, tool: Node) -> None:
         attrs = {**self._common(agent), A.STEP: A.STEP_ANALYSIS, A.ITERATION: self.number[tool.span_id],
                  A.ACTION: _tool_name(tool)}
         if _oi_kind(tool) is not None:  # OpenInference's GenAI keys hold the parameter schema
@@ -473,11 +521,15 @@ class _Trace:
             attrs[A.OBSERVATION] = observation
         self._emit(tool, attrs)
 
-    def _emit(self, rec: SpanRecord, attrs: dict[str, Any]) -> None:
-        map_span(dataclasses.replace(rec, attributes=attrs), self.profile, self.result)
+    def _emit(self, rec: Node, attrs: dict[str, Any]) -> None:
+        """Maps the span as the ``otel_prov`` span it stands for: same ids, times and status."""
+        ours = SpanRecord(trace_id=rec.trace_id, span_id=rec.span_id, name=rec.name, start_ns=rec.start_ns,
+                          end_ns=rec.end_ns, attributes=attrs, parent_id=rec.parent_id,
+                          parent_remote=rec.parent_remote, error=rec.error, status_message=rec.status_message)
+        map_span(ours, self.profile, self.result)
 
 
-def map_genai_trace(spans: Sequence[SpanRecord], profile: str) -> GenAIMapped:
+def map_genai_trace(spans: Sequence[Node], profile: str) -> GenAIMapped:
     """The quads of the standard GenAI agents in some spans (of one or more traces).
 
     ``otel_prov`` spans are read only for their place in the tree (they are mapped on their own);
@@ -486,7 +538,7 @@ def map_genai_trace(spans: Sequence[SpanRecord], profile: str) -> GenAIMapped:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}: expected one of {', '.join(PROFILES)}")
     result = GenAIMapped()
-    by_trace: dict[int, list[SpanRecord]] = {}
+    by_trace: dict[int, list[Node]] = {}
     for rec in spans:
         by_trace.setdefault(rec.trace_id, []).append(rec)
     for trace_id in sorted(by_trace):
@@ -496,6 +548,6 @@ def map_genai_trace(spans: Sequence[SpanRecord], profile: str) -> GenAIMapped:
         for span_id, role in tree.role.items():
             if role == _WAIT:
                 result.waiting += 1
-            elif role == _OTHER and not is_prov_span(tree.nodes[span_id]):
+            elif role == _OTHER and not _ours(tree.nodes[span_id]):
                 result.ignored += 1
     return result

@@ -26,7 +26,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._genai import genai_relevant, map_genai_trace, trace_view, view_size
+from ._genai import (
+    OTHER,
+    RELEVANT,
+    SpanView,
+    genai_relevant,
+    map_genai_trace,
+    trace_view,
+    view_kind,
+    view_size,
+)
 from ._mapping import Mapped, Quad, is_prov_span, map_span
 from ._spans import SpanRecord
 
@@ -40,6 +49,9 @@ MAX_SPANS_PER_TRACE = 10_000
 """Spans remembered of one trace; later spans of a bigger trace are not used for GenAI mapping."""
 MAX_BYTES = 64 * 1024 * 1024
 """Rough bytes remembered over all traces (skeletons, plus the text of agent and tool spans)."""
+
+_SKELETON_SIZE = 300
+"""Bytes a skeleton takes, roughly (the tuple, its ids, a short name, a small dict)."""
 
 TRACE_TOO_BIG = ("trace with more spans than the mapper keeps per trace: "
                  "the rest are not used for GenAI mapping")
@@ -65,7 +77,7 @@ class Update:
 
 @dataclass
 class _Trace:
-    nodes: dict[int, SpanRecord] = field(default_factory=dict)
+    nodes: dict[int, SpanView] = field(default_factory=dict)
     relevant: int = 0
     size: int = 0
     waiting: int = 0
@@ -140,22 +152,23 @@ class TraceMapper:
                     update.problems.append(TRACE_TOO_BIG)
                     self.dropped_spans += 1
                     continue
-                known, relevant = trace_view(rec)
-                size = view_size(known)
+                known, kind = trace_view(rec)
+                size = view_size(known) if kind == RELEVANT else _SKELETON_SIZE
                 trace.nodes[rec.span_id] = known
                 trace.size += size
                 self._bytes += size
                 self._spans += 1
-                if relevant:
+                if kind == RELEVANT:
                     trace.relevant += 1
                     new_relevant = True
                 else:
                     new_structure = True
-            if not is_prov_span(rec):
-                if genai_relevant(known):
-                    update.mapped += 1
-                else:
-                    update.ignored += 1
+            else:
+                kind = view_kind(known)
+            if kind == RELEVANT:
+                update.mapped += 1
+            elif kind == OTHER:
+                update.ignored += 1
         if trace.relevant and trace_id in self._plain:
             self._genai[trace_id] = self._plain.pop(trace_id)
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a

@@ -185,8 +185,8 @@ def genai_plans() -> st.SearchStrategy[GenAIPlan]:
     ))
 
 
-def doc_rag_plans() -> st.SearchStrategy[DocRagPlan]:
-    return st.builds(DocRagPlan, question=texts, session_id=session_ids,
+def doc_rag_plans(ids: st.SearchStrategy[str | None] = session_ids) -> st.SearchStrategy[DocRagPlan]:
+    return st.builds(DocRagPlan, question=texts, session_id=ids,
                      chunks=st.lists(texts, max_size=4).map(tuple), answer=st.none() | texts)
 
 
@@ -204,7 +204,8 @@ def graph_rag_plans() -> st.SearchStrategy[GraphRagPlan]:
 
 
 def agent_plans() -> st.SearchStrategy[AgentPlan]:
-    inner = st.none() | _genai_agents(0) | doc_rag_plans()
+    # Nested queries mint their own ids (two given the same id would be one session).
+    inner = st.none() | _genai_agents(0) | doc_rag_plans(st.none())
     step = st.builds(StepPlan, thought=st.none() | texts, tool=names, args=st.none() | arguments,
                      call_tool=st.booleans(), result=texts, inner=inner)
     return st.builds(AgentPlan, question=texts, session_id=session_ids,
