@@ -236,7 +236,7 @@ def _parse_messages(value: Any) -> list[Any] | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if isinstance(value, Mapping):
         value = [value]
@@ -272,9 +272,18 @@ def _message_attr(rec: Node, key: str, role: str, problems: list[str]) -> str | 
     return _last_text(messages, role)
 
 
-def _text(rec: Node, key: str) -> Any:
-    """An attribute as the mapping takes it (non-strings are turned into text by the handlers)."""
-    return rec.attributes.get(key)
+def _text(rec: Node, key: str) -> str | None:
+    """An attribute as text: strings as they are, arrays and maps (OTLP) as JSON, anything JSON
+    cannot hold with ``repr`` (so no value makes the mapping fail)."""
+    value = rec.attributes.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            return json.dumps(value, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            return repr(value)
+    return str(value)
 
 
 # -- the tree -----------------------------------------------------------------------------------------
@@ -426,10 +435,11 @@ def _tool_name(rec: Node) -> str:
     return rec.name
 
 
-def _first(rec: Node, keys: Sequence[str]) -> Any:
+def _first(rec: Node, keys: Sequence[str]) -> str | None:
     for key in keys:
-        if rec.attributes.get(key) is not None:
-            return rec.attributes[key]
+        value = _text(rec, key)
+        if value is not None:
+            return value
     return None
 
 

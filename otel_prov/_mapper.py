@@ -57,6 +57,7 @@ TRACE_TOO_BIG = ("trace with more spans than the mapper keeps per trace: "
                  "the rest are not used for GenAI mapping")
 FORGOTTEN_WAITING = ("GenAI trace forgotten (mapper memory bound reached) while some of its spans "
                      "waited for their parents: those spans are not mapped")
+MAPPING_FAILED = "mapping a GenAI trace failed (its graph is left as it was; see the first traceback)"
 LATE_SPAN = "span of a GenAI trace already forgotten (mapper memory bound reached): not mapped"
 
 
@@ -104,6 +105,7 @@ class TraceMapper:
         self._bytes = 0
         self.forgotten_traces = 0
         self.dropped_spans = 0
+        self._failed = 0
         self._lock = threading.Lock()
 
     def map(self, records: Iterable[SpanRecord]) -> Update:
@@ -187,7 +189,14 @@ class TraceMapper:
         return trace
 
     def _recompute(self, trace: _Trace, update: Update) -> None:
-        result = map_genai_trace(list(trace.nodes.values()), self.profile)
+        try:
+            result = map_genai_trace(list(trace.nodes.values()), self.profile)
+        except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
+            if not self._failed:
+                logger.exception("otel-prov mapper: mapping a GenAI trace failed (logged once)")
+            self._failed += 1
+            update.problems.append(MAPPING_FAILED)
+            return
         new = frozenset(result.quads)
         update.remove.extend(trace.quads - new)
         update.add.extend(new - trace.quads)

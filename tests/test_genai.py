@@ -722,3 +722,21 @@ def test_remote_parent_flag_read_from_otlp() -> None:
     remote = {r.name for r in records if r.parent_remote}
     assert remote == {"invoke_agent Remote"}
     assert_isomorphic(spans_to_dataset(upstream + downstream), spans_to_dataset(records))
+
+
+def test_odd_attribute_values_never_fail_the_mapping() -> None:
+    """OTLP can carry any value: bytes, maps with bytes, deeply nested JSON text."""
+    deep = "[" * 100_000 + "]" * 100_000
+    agent = SpanRecord(TRACE_ID, 1, "invoke_agent a", 0, 10, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": deep,
+        "input.value": {"k": b"\xff", "n": (1, 2)}, "output.value": b"bytes"})
+    tool = SpanRecord(TRACE_ID, 2, "execute_tool t", 1, 2, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": ("a", 1),
+        "gen_ai.tool.call.result": 3.5}, parent_id=1)
+    update = TraceMapper("strict").map([tool, agent])
+    assert update.add and update.problems == ["gen_ai.input.messages is not a JSON list of messages"]
+    ds = spans_to_dataset([agent, tool])
+    assert objects(ds, "https://trustgraph.ai/ns/query") == {'{"k": "b\'\\\\xff\'", "n": [1, 2]}'}
+    assert objects(ds, "https://trustgraph.ai/ns/answer") == {"b'bytes'"}
+    assert objects(ds, "https://trustgraph.ai/ns/arguments") == {'["a", 1]'}
+    assert objects(ds, "https://trustgraph.ai/ns/observation") == {"3.5"}
