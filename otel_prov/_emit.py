@@ -21,8 +21,14 @@ from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
 from . import attributes as A
 from ._mapping import analysis_iri, question_iri, session_uuid
 from ._problems import ProblemLog
-from ._vocab import AGENT_PREFIX, DOC_RAG_PREFIX, EXPLORATION_PREFIX, FOCUS_PREFIX, GRAPH_RETRIEVAL
-from ._vocab import SYNTHESIS_PREFIX
+from ._vocab import (
+    AGENT_PREFIX,
+    DOC_RAG_PREFIX,
+    EXPLORATION_PREFIX,
+    FOCUS_PREFIX,
+    GRAPH_RETRIEVAL,
+    SYNTHESIS_PREFIX,
+)
 
 logger = logging.getLogger(__name__)
 _problems = ProblemLog(logger, "otel-prov")

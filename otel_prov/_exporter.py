@@ -108,10 +108,12 @@ class ProvSpanExporter(SpanExporter):
         self._store.close()
 
     def stats(self) -> dict[str, Any]:
-        """Counters: spans seen, quads written, store failures, problems by kind."""
+        """Counters: spans seen, quads written, store failures, problems by kind, and the
+        standard-GenAI trace state (``mapper``: traces and spans kept, forgotten, dropped)."""
         return {
             "spans": self._spans,
             "quads_written": self._writer.written_quads,
             "store_failures": self._writer.failures,
             "problems": dict(self._problems.counts),
+            "mapper": self._mapper.stats(),
         }

@@ -352,7 +352,7 @@ def _focus(c: _Ctx) -> None:
         if reasoning is not None:
             c.add(sel, _tg.reasoning, literal(str(reasoning)))
         c.add(stmt, _TYPE, _STATEMENT)
-        for pred, term in zip((_SUBJECT, _PREDICATE, _OBJECT), edge):
+        for pred, term in zip((_SUBJECT, _PREDICATE, _OBJECT), edge, strict=True):
             c.add(stmt, pred, value_term(clean_text(str(term))))
     if c.strict:
         c.step_activity(node, exploration)
@@ -420,7 +420,7 @@ def map_span(rec: SpanRecord, profile: str = SEED, into: Mapped | None = None) -
     attrs = rec.attributes
     flow, step = attrs.get(A.FLOW), attrs.get(A.STEP)
     handler = _HANDLERS.get((flow, step)) if isinstance(flow, str) and isinstance(step, str) else None
-    if handler is None:
+    if handler is None or not isinstance(flow, str):
         result.problems.append(f"unknown {A.FLOW}/{A.STEP} pair {flow!r}/{step!r}")
         result.ignored += 1
         return result

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from rdflib import RDF, RDFS, XSD
-from rdflib.namespace import PROV, Namespace
-from rdflib.namespace import ClosedNamespace
+from rdflib.namespace import PROV, ClosedNamespace, Namespace
 
 TG_TERMS = (
         "Question", "AgentQuestion", "GraphRagQuestion", "DocRagQuestion",

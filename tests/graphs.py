@@ -5,7 +5,6 @@ from __future__ import annotations
 import rdflib
 from rdflib.compare import graph_diff, to_isomorphic
 
-
 _IN_GRAPH = rdflib.URIRef("urn:test:inGraph")
 
 

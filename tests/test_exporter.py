@@ -58,7 +58,8 @@ def test_entry_point_builds_the_exporter_from_the_environment(monkeypatch, tmp_p
     provider.add_span_processor(BatchSpanProcessor(exporter))
     iri = _run_agent(provider)
     provider.shutdown()
-    assert _count(store, f"SELECT ?q WHERE {{ GRAPH <urn:graph:retrieval> {{ <{iri}> <{TG}query> ?q }} }}") == 1
+    query = f"SELECT ?q WHERE {{ GRAPH <urn:graph:retrieval> {{ <{iri}> <{TG}query> ?q }} }}"
+    assert _count(store, query) == 1
     assert _count(store, f"SELECT ?a WHERE {{ GRAPH ?g {{ ?a a <{TG}Analysis> }} }}") == 1
 
 

@@ -10,8 +10,7 @@ import json
 import rdflib
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_prov import doc_rag_session, graph_rag_session, spans_to_dataset
-from otel_prov import agent_session
+from otel_prov import agent_session, doc_rag_session, graph_rag_session, spans_to_dataset
 from otel_prov._terms import isoformat_ns
 from tests.graphs import assert_isomorphic
 
@@ -196,5 +195,6 @@ def test_blank_session_id_is_as_if_not_given(captured) -> None:
     root = _by_name(memory.get_finished_spans(), "invoke_agent doc-rag")
     expected_uuid = str(__import__("uuid").UUID(int=root.context.trace_id))
     assert s.explain_id == f"urn:trustgraph:docrag:{expected_uuid}"
-    subjects = {str(q[0]) for q in spans_to_dataset(memory.get_finished_spans()).quads((None, None, None, None))}
+    dataset = spans_to_dataset(memory.get_finished_spans())
+    subjects = {str(q[0]) for q in dataset.quads((None, None, None, None))}
     assert s.explain_id in subjects

@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import pytest
+import trustgraph.provenance as tg
+import trustgraph.provenance.namespaces as tg_ns
 
 from otel_prov import GRAPH_RETRIEVAL, TG
 from otel_prov._mapping import analysis_iri, question_iri
-from otel_prov._vocab import TG_TERMS, DOC_RAG_PREFIX, EDGE_PREFIX, EXPLORATION_PREFIX, FOCUS_PREFIX, SYNTHESIS_PREFIX
-
-import trustgraph.provenance as tg
-import trustgraph.provenance.namespaces as tg_ns
+from otel_prov._vocab import (
+    DOC_RAG_PREFIX,
+    EDGE_PREFIX,
+    EXPLORATION_PREFIX,
+    FOCUS_PREFIX,
+    SYNTHESIS_PREFIX,
+    TG_TERMS,
+)
 
 # The spec's literal answers (tg:answer on a Conclusion, tg:content on a Synthesis) predate
 # TrustGraph 2.11, which stores answers as separate documents (tg:document).
