@@ -12,6 +12,9 @@ next batch and writing the last one run at the same time on two cores.
   :data:`MERGE_BYTES` to gather, unless someone waits (``wait()``: ``force_flush``, a receiver
   acknowledging) or the writer closes: then it writes at once.  So a burst becomes a few large
   writes, and latency stays bounded by ``LINGER`` plus one write.
+- **Both cores at the end.** When the writer closes, nothing is being mapped any more, so the store
+  may split what is left and load the parts side by side (:meth:`OxigraphStore.add_side_by_side`):
+  the last write, which ``shutdown()`` waits for, takes about half as long.
 - **Order.** Removals and additions are applied in the order they were submitted (additions in a
   row are merged; a removal is applied on its own).
 - **Nothing dropped.** ``wait(seq)`` returns once everything submitted up to ``seq`` is stored;
@@ -182,7 +185,10 @@ class Writer:
                 else:
                     count = sum(op.count for op in ops)
                     data = ops[0].data if len(ops) == 1 else b"".join(op.data for op in ops)
-                    self._store.add(data, count)
+                    add = self._store.add
+                    if self._closing:  # nothing is mapped any more: the store may use every core
+                        add = getattr(self._store, "add_side_by_side", add)
+                    add(data, count)
                     self.written_quads += count
             except Exception as exc:  # the store failed: keep the data, retry
                 self.failures += 1

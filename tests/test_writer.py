@@ -21,7 +21,13 @@ from otel_prov import attributes as A
 from otel_prov._mapper import TraceMapper
 from otel_prov._mapping import SEED, Quad, nquads
 from otel_prov._spans import from_sdk
-from otel_prov._store import BULK_THRESHOLD, OxigraphStore
+from otel_prov._store import (
+    BULK_THRESHOLD,
+    SIDE_BY_SIDE_PART_BYTES,
+    OxigraphStore,
+    _bulk_load_side_by_side,
+    _split_lines,
+)
 from otel_prov._terms import iri, literal
 from otel_prov._vocab import GRAPH_RETRIEVAL
 from otel_prov._writer import Writer
@@ -42,6 +48,7 @@ class RecordingStore(OxigraphStore):
         self.delay = delay
         self.fail_first = fail_first
         self.calls: list[int] = []  # quads per successful add
+        self.side_by_side: list[int] = []  # quads per successful add_side_by_side
         self.attempts = 0
 
     def add(self, data: bytes, count: int) -> None:
@@ -51,6 +58,10 @@ class RecordingStore(OxigraphStore):
         time.sleep(self.delay)
         super().add(data, count)
         self.calls.append(count)
+
+    def add_side_by_side(self, data: bytes, count: int) -> None:
+        super().add_side_by_side(data, count)
+        self.side_by_side.append(count)
 
 
 def stored(store: OxigraphStore) -> set[str]:
@@ -254,3 +265,65 @@ def expected_from(data: bytes) -> set[str]:
     want = pyoxigraph.Store()
     want.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS)
     return {str(q) for q in want}
+
+
+def big_batch(prefix: str, size: int) -> list[Quad]:
+    """At least ``size`` bytes of N-Quads with long literals (as observations are)."""
+    text = "an observation with some length " * 20
+    n = size // (len(text) + 80) + 1
+    return [(iri(f"http://example.org/{prefix}/{i}"), P, literal(f"{text}{i}"), G) for i in range(n)]
+
+
+def test_split_lines_cuts_only_after_a_newline() -> None:
+    data = nquads(big_batch("s", 300_000))
+    for parts in (1, 2, 3, 4):
+        pieces = _split_lines(data, parts)
+        assert b"".join(pieces) == data and len(pieces) == parts
+        assert all(p.endswith(b"\n") for p in pieces)
+    assert _split_lines(b"no newline", 2) == [b"no newline"]
+
+
+def test_a_large_write_loaded_side_by_side_stores_exactly_its_quads(store: RecordingStore) -> None:
+    batch = big_batch("sbs", 3 * SIDE_BY_SIDE_PART_BYTES)
+    store.add_side_by_side(nquads(batch), len(batch))
+    assert stored(store) == expected(batch)
+    assert len(store.inner) == len(batch)
+
+
+class FailingPart:
+    """A real store whose bulk load of one given part fails once."""
+
+    def __init__(self, store: pyoxigraph.Store, failing: bytes) -> None:
+        self.store, self.failing = store, failing
+
+    def bulk_load(self, *, input: bytes, **kwargs: object) -> None:  # noqa: A002 (pyoxigraph's name)
+        if input == self.failing:
+            self.failing = b""
+            raise OSError("injected failure of one part")
+        self.store.bulk_load(input=input, **kwargs)
+
+
+def test_a_failing_part_is_raised_after_the_others_finish_and_a_retry_completes(tmp_path: Path) -> None:
+    real = pyoxigraph.Store(str(tmp_path / "store"))
+    batch = big_batch("fail", 2 * SIDE_BY_SIDE_PART_BYTES)
+    parts = _split_lines(nquads(batch), 2)
+    failing = FailingPart(real, parts[1])
+    with pytest.raises(OSError, match="injected"):
+        _bulk_load_side_by_side(failing, parts)  # type: ignore[arg-type]
+    assert 0 < len(real) < len(batch)  # the other part was stored
+    _bulk_load_side_by_side(failing, parts)  # the writer's retry: the whole write again
+    assert {str(q) for q in real} == expected(batch)
+
+
+def test_the_write_left_at_close_goes_side_by_side(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "store", delay=0.3)
+    writer = Writer(store)
+    first = quads("first", 5)
+    writer.add(nquads(first), 5)  # the store is busy with this one ...
+    batches = [big_batch(f"late{i}", SIDE_BY_SIDE_PART_BYTES // 2) for i in range(6)]
+    for batch in batches:  # ... while 3 MiB more queue up
+        writer.add(nquads(batch), len(batch))
+    assert writer.close(timeout=60)
+    assert store.side_by_side and sum(store.side_by_side) + sum(store.calls) >= sum(map(len, batches))
+    assert stored(store) == expected(first + [q for b in batches for q in b])
+    store.close()
