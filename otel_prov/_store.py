@@ -22,7 +22,7 @@ from ._vocab import GRAPH_RETRIEVAL
 # Below this many quads a transactional ``load`` is cheaper than ``bulk_load`` (which writes new
 # files on every call, ~13 ms); above it ``bulk_load`` is several times faster.
 BULK_THRESHOLD = 2000
-SIDE_BY_SIDE_PART_BYTES = 1024 * 1024
+SIDE_BY_SIDE_PART_BYTES = 256 * 1024
 """:meth:`OxigraphStore.add_side_by_side` splits a write into parts of at least this size."""
 MAX_SIDE_BY_SIDE = 4
 
