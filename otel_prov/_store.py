@@ -175,12 +175,12 @@ def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:
             )
         try:
             return pyoxigraph.Store(str(path))
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # RuntimeError: RocksDB reports corruption
             if "lock" not in str(exc).lower():
                 raise StoreError(f"cannot open the store at {path}: {exc}") from exc
         try:  # held by a running exporter or server: read a snapshot
             return pyoxigraph.Store.read_only(str(path))
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:
             raise StoreError(f"cannot open the store at {path}: {exc}") from exc
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -196,7 +196,7 @@ def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:
         )
     try:
         return pyoxigraph.Store(str(path))
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:  # RuntimeError: RocksDB reports corruption
         if "lock" in str(exc).lower():
             raise StoreError(
                 f"the store at {path} is in use by another process (one writer at a time); stop it, "
