@@ -291,7 +291,12 @@ def cmd_query(args: argparse.Namespace) -> int:
             if where:
                 message = f"at line {where.group(1)}, column {where.group(2)}: {message[where.end():]}"
             raise CliError(f"SPARQL syntax error {message}") from exc
-        out = _query_output(result, args.format)
+        except (OSError, RuntimeError, ValueError) as exc:  # evaluation: SERVICE, LOAD, ...
+            raise CliError(f"the query failed: {exc}") from exc
+        try:
+            out = _query_output(result, args.format)  # results are computed while read
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise CliError(f"the query failed: {exc}") from exc
     _write(out, args.output)
     return 0
 

@@ -512,6 +512,16 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
     one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "bin.rq"), "--store", store),
                    "cannot read")
     one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query")
+    # An evaluation error (a SERVICE call that cannot be made) is one line too, not a traceback.
+    one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
+                       "--store", store), "the query failed")
+
+
+def test_corrupt_store_is_one_error_line(tmp_path: Path, capsysbinary: Any) -> None:
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "CURRENT").write_text("not a RocksDB manifest name\n")
+    one_error_line(cli(capsysbinary, "list", "--store", str(corrupt)), "cannot open the store")
 
 
 # -- demo, help, the process ------------------------------------------------------------------------
