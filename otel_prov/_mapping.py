@@ -381,6 +381,8 @@ def _string_list(c: _Ctx, key: str) -> list[str]:
     if isinstance(value, str):
         parsed = _json(c, key)
         value = parsed if isinstance(parsed, list) else [value]
+    elif not isinstance(value, (list, tuple)):  # one scalar (a plain-API caller's single id)
+        value = [value]
     return [clean_text(str(v)) for v in value]
 
 

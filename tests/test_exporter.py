@@ -25,6 +25,7 @@ from otel_prov import (
     load_dataset,
     spans_to_dataset,
 )
+from otel_prov import attributes as A
 from tests.graphs import assert_isomorphic
 
 TG = "https://trustgraph.ai/ns/"
@@ -199,6 +200,25 @@ def test_bad_input_never_raises_keeps_text_and_writes_only_valid_iris(captured, 
     assert sum("not JSON-serialisable" in m for m in messages) == 1
     assert sum("not valid Unicode" in m for m in messages) == 1
     assert exporter.stats()["problems"]["text that is not valid Unicode (replaced by U+FFFD)"] >= 1
+    exporter.shutdown()
+
+
+def test_a_scalar_where_a_list_is_expected_maps_and_loses_nothing_else(captured) -> None:
+    """Plain-API spans may carry a single chunk id as an int: the span maps, and the rest of its
+    batch is stored (a mapping error would lose the whole batch)."""
+    provider, memory = captured
+    tracer = provider.get_tracer("plain")
+    attrs = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_EXPLORATION, A.SESSION_ID: "d-1", A.CHUNK_IDS: 7}
+    tracer.start_span("retrieval", attributes=attrs).end()
+    _run_agent(provider, session_id="a-1")
+    exporter = ProvSpanExporter(store="memory:")
+    assert exporter.export(memory.get_finished_spans()) is SpanExportResult.SUCCESS
+    assert exporter.force_flush()
+    rows = {(str(r["s"].value), str(r["p"].value), r["o"].value) for r in exporter.store.query(
+        "SELECT ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")}
+    assert ("urn:trustgraph:docrag:d-1/exploration", f"{TG}selectedChunk", "7") in rows
+    assert ("urn:trustgraph:docrag:d-1/exploration", f"{TG}chunkCount", "1") in rows
+    assert any(s == "urn:trustgraph:agent:a-1/final" for s, _, _ in rows)
     exporter.shutdown()
 
 
