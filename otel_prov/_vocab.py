@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rdflib import RDF, RDFS, XSD
-from rdflib.namespace import PROV, ClosedNamespace, Namespace
+from rdflib.namespace import PROV, ClosedNamespace
 
 TG_TERMS = (
         "Question", "AgentQuestion", "GraphRagQuestion", "DocRagQuestion",
@@ -16,11 +16,11 @@ TG = ClosedNamespace("https://trustgraph.ai/ns/", list(TG_TERMS))
 
 OTELPROV = ClosedNamespace(
     "https://w3id.org/otel-prov/ns#",
-    ["traceId", "spanId", "collection", "statusMessage", "agentName"],
+    ["traceId", "spanId", "collection", "statusMessage"],
 )
 """otel-prov's own predicates (documented in docs/model.md)."""
 
-OTELPROV_NS = str(Namespace("https://w3id.org/otel-prov/ns#"))
+OTELPROV_NS = str(OTELPROV)
 
 GRAPH_RETRIEVAL = "urn:graph:retrieval"
 """The explainability graph every quad goes to."""
