@@ -37,6 +37,7 @@ from ._mapping import (
     STRICT,
     Mapped,
     analysis_iri,
+    attr_text,
     map_span,
     question_iri,
     session_uuid,
@@ -273,17 +274,7 @@ def _message_attr(rec: Node, key: str, role: str, problems: list[str]) -> str | 
 
 
 def _text(rec: Node, key: str) -> str | None:
-    """An attribute as text: strings as they are, arrays and maps (OTLP) as JSON, anything JSON
-    cannot hold with ``repr`` (so no value makes the mapping fail)."""
-    value = rec.attributes.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (list, tuple, dict)):
-        try:
-            return json.dumps(value, default=repr)
-        except (TypeError, ValueError, RecursionError):
-            return repr(value)
-    return str(value)
+    return attr_text(rec.attributes.get(key))
 
 
 # -- the tree -----------------------------------------------------------------------------------------

@@ -124,11 +124,9 @@ class _Ctx:
         self.out.append((s, p, o, _G))
 
     def text(self, key: str) -> str | None:
-        value = self.attrs.get(key)
+        value = attr_text(self.attrs.get(key))
         if value is None:
             return None
-        if not isinstance(value, str):
-            value = json.dumps(value) if isinstance(value, (list, tuple, dict)) else str(value)
         if has_invalid_text(value):
             self.problems.append("text that is not valid Unicode (replaced by U+FFFD)")
         return value
@@ -167,6 +165,19 @@ class _Ctx:
         self.add(agent, _TYPE, _AGENT)
         self.add(agent, _TYPE, _SOFTWARE_AGENT)
         self.add(agent, _LABEL, literal(name))
+
+
+def attr_text(value: Any) -> str | None:
+    """An attribute value as text: strings as they are, arrays and maps (OTLP) as JSON, with
+    ``repr`` for what JSON cannot hold (bytes), so no value makes the mapping fail."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            return json.dumps(value, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            return repr(value)
+    return str(value)
 
 
 # -- IRIs -----------------------------------------------------------------------------------------

@@ -222,6 +222,25 @@ def test_a_scalar_where_a_list_is_expected_maps_and_loses_nothing_else(captured)
     exporter.shutdown()
 
 
+def test_otlp_map_with_bytes_maps_as_text() -> None:
+    """An OTLP value JSON cannot hold (bytes inside a map) is written with repr, not an error."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    def kv(key: str, value: AnyValue) -> KeyValue:
+        return KeyValue(key=key, value=value)
+
+    thought = AnyValue()
+    thought.kvlist_value.values.append(kv("raw", AnyValue(bytes_value=b"\x00\xff")))
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="iteration 1", attributes=[
+        kv(A.FLOW, AnyValue(string_value=A.FLOW_AGENT)), kv(A.STEP, AnyValue(string_value=A.STEP_ANALYSIS)),
+        kv(A.SESSION_ID, AnyValue(string_value="s-1")), kv(A.ITERATION, AnyValue(int_value=1)),
+        kv(A.THOUGHT, thought)])
+    ds = spans_to_dataset([span])
+    thoughts = [str(o) for _, _, o, _ in ds.quads((None, rdflib.URIRef(f"{TG}thought"), None, None))]
+    assert thoughts == [json.dumps({"raw": repr(b"\x00\xff")})]
+
+
 def test_an_exception_marks_the_span_and_leaves_a_valid_partial_trace(captured) -> None:
     provider, memory = captured
     exporter = ProvSpanExporter(store="memory:")
