@@ -200,7 +200,7 @@ class Writer:
                 with self._cv:
                     self._queue.extendleft(reversed(ops))
                     closing = self._closing
-                if closing and self.failures > 3:
+                if closing and self.consecutive_failures > 3:
                     self._rescue()
                     return
                 time.sleep(delay)

@@ -182,6 +182,35 @@ def test_a_failing_store_is_retried_and_nothing_is_lost(tmp_path: Path) -> None:
     store.close()
 
 
+def test_failures_long_past_do_not_cut_retries_at_close_short(tmp_path: Path) -> None:
+    """Only failures in a row count towards the rescue at close: a store that failed (and
+    recovered) earlier still gets its retries for a transient failure of the last write."""
+    store = RecordingStore(tmp_path / "store", fail_first=4)
+    writer = Writer(store, rescue_dir=tmp_path)
+    early = quads("early", 3)
+    assert writer.wait(writer.add(nquads(early), 3), timeout=30)
+    assert writer.failures == 4 and writer.consecutive_failures == 0
+    failed_once: list[int] = []
+
+    def side_by_side(data: bytes, count: int) -> None:  # called only while closing
+        if not failed_once:
+            failed_once.append(count)
+            raise OSError("transient failure at close")
+        RecordingStore.add_side_by_side(store, data, count)
+
+    store.add_side_by_side = side_by_side  # type: ignore[method-assign]
+    store.delay = 0.3  # the writer is busy with `blocker` when close() is called
+    blocker, last = quads("blocker", 3), quads("last", 3)
+    writer.add(nquads(blocker), 3)
+    time.sleep(0.05)
+    writer.add(nquads(last), 3)
+    assert writer.close(timeout=60)
+    assert failed_once, "the last write was not made while closing"
+    assert not list(tmp_path.glob("otel-prov-rescue-*.nq"))
+    assert stored(store) == expected(early + blocker + last)
+    store.close()
+
+
 def test_a_store_that_keeps_failing_at_close_is_rescued_to_a_file(tmp_path: Path) -> None:
     store = RecordingStore(tmp_path / "store", fail_first=10**9)
     writer = Writer(store, rescue_dir=tmp_path)
