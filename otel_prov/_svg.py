@@ -8,6 +8,7 @@ by, used or associated with, as in the PROV documents; the Question is at the to
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
@@ -26,6 +27,12 @@ _DETAIL_LINES = 2
 _ROW_GAP = 46
 _COL_GAP = 28
 _MARGIN = 20
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold (a thought or question may carry them): drawn as U+FFFD."""
+
+
+def _xml(text: str) -> str:
+    return escape(_NOT_XML.sub("\ufffd", text))
 
 
 def _lines(node: Node) -> list[str]:
@@ -168,7 +175,7 @@ def _text(box: _Box) -> str:
     for i, line in enumerate(box.lines):
         weight = ' font-weight="bold"' if i == 0 else ""
         spans.append(f'<text x="{box.x:.1f}" y="{top + i * _LINE_H:.1f}" text-anchor="middle"{weight}>'
-                     f"{escape(line)}</text>")
+                     f"{_xml(line)}</text>")
     return "".join(spans)
 
 
@@ -189,7 +196,7 @@ def _arrow(s: _Box, o: _Box, relation: str) -> str:
         a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
         lx, ly = (a + b) * x1 + (c + d) * x2, a * y1 + (b + c) * mid + d * y2
     return (f'<path d="{path}" fill="none" stroke="#555" stroke-width="1.1" marker-end="url(#arrow)"/>'
-            f'<text x="{lx + 4:.1f}" y="{ly:.1f}" class="rel">{escape(relation)}</text>')
+            f'<text x="{lx + 4:.1f}" y="{ly:.1f}" class="rel">{_xml(relation)}</text>')
 
 
 def _legend(y: float, shapes: set[str]) -> tuple[str, float]:
@@ -229,11 +236,11 @@ def to_svg(graph: ProvGraph, title: str = "") -> str:
     ]
     if title:
         body.append(f'<text x="{_MARGIN}" y="{_MARGIN + 4}" font-size="14" font-weight="bold">'
-                    f"{escape(title)}</text>")
+                    f"{_xml(title)}</text>")
     for s, o, relation in graph.links:
         body.append(_arrow(boxes[s], boxes[o], relation))
     for box in boxes.values():
-        body.append(f"<g><title>{escape(box.node.iri)}</title>{_shape(box)}{_text(box)}</g>")
+        body.append(f"<g><title>{_xml(box.node.iri)}</title>{_shape(box)}{_text(box)}</g>")
     body.append(legend)
     body.append("</svg>")
     return "\n".join(body) + "\n"

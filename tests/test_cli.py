@@ -19,7 +19,7 @@ import rdflib
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_prov import ProvSpanExporter, load_dataset
+from otel_prov import ProvSpanExporter, agent_session, load_dataset
 from otel_prov._cli_read import TraceReader
 from otel_prov._config import parse_store
 from otel_prov._store import open_store_for_reading
@@ -377,6 +377,22 @@ def test_show_strict_profile_draws_agents(tmp_path: Path, capsysbinary: Any) -> 
     r = cli(capsysbinary, "show", result.explain_id, "--store", str(tmp_path / "s"), "--format", "svg")
     svg = ET.fromstring(r.out)
     assert svg.findall(".//{http://www.w3.org/2000/svg}polygon")  # the software agent's house
+
+
+def test_svg_of_text_with_control_characters_is_well_formed(tmp_path: Path, capsysbinary: Any) -> None:
+    exporter = ProvSpanExporter(store=str(tmp_path / "s"))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session("nul\x00 escape\x1b?", session_id="ctl", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.thought("bell\x07")
+        session.conclude("form feed\x0c")
+    provider.shutdown()
+    r = cli(capsysbinary, "show", session.explain_id, "--store", str(tmp_path / "s"), "--format", "svg")
+    assert r.code == 0
+    svg = ET.fromstring(r.out)  # raises on a character XML cannot hold
+    texts = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+    assert "nul\ufffd escape\ufffd?" in texts
 
 
 def test_show_unknown_step_type_is_shown(tmp_path: Path, capsysbinary: Any) -> None:
