@@ -29,7 +29,8 @@ class ProvSpanExporter(SpanExporter):
     Every argument is optional and falls back to an environment variable:
 
     - ``store``: ``"oxigraph:PATH"`` (persistent, the default, at ``OTEL_PROV_STORE`` or
-      ``~/.local/share/otel-prov/store``), ``"memory:"``, a path, or any ``rdflib.Dataset``.
+      ``$XDG_DATA_HOME/otel-prov/store``, ``~/.local/share/otel-prov/store`` without it),
+      ``"memory:"``, a path, or any ``rdflib.Dataset``.
     - ``profile``: ``"seed"`` (default; ``OTEL_PROV_PROFILE``) or ``"strict"``.
 
     ``export()`` never raises and is thread-safe; quads are written by a background thread, so

@@ -1,7 +1,7 @@
 """The ``otel-prov`` command: list, show, export and query the explainability graph; run the demo.
 
-Every subcommand reads the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
-exporter's default store) and never creates one.  Errors are one line on stderr and exit status 1
+Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
+exporter's default store); the reading ones (list, show, export, query) never create one.  Errors are one line on stderr and exit status 1
 (2 for a usage error); never a traceback.
 
 More subcommands are registered from other modules: each module named in :data:`EXTENSIONS` that
