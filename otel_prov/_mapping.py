@@ -23,6 +23,7 @@ from rdflib.namespace import PROV
 from . import attributes as A
 from ._spans import SpanRecord
 from ._terms import (
+    checked_iri,
     clean_text,
     datetime_from_ns,
     has_invalid_text,
@@ -238,11 +239,11 @@ def _question(c: _Ctx, *, is_session: bool) -> None:
         # generated only when the step ends, after the question).
         try:
             if c.strict:
-                c.add(q, _GENERATED_BY, iri(parent + "/activity"))
+                c.add(q, _GENERATED_BY, checked_iri(parent + "/activity"))
             else:
-                c.add(q, _DERIVED, iri(parent))
+                c.add(q, _DERIVED, checked_iri(parent))
         except ValueError:
-            c.problems.append(f"{A.DERIVED_FROM} is not an absolute IRI")
+            c.problems.append(f"{A.DERIVED_FROM} is not a valid absolute IRI")
     if not is_session:
         # An instant marker: it adds the Question early; the session span adds its span id.
         c.add(q, _TRACE_ID, literal(hex_trace_id(c.rec.trace_id)))

@@ -11,6 +11,7 @@ import uuid as _uuid
 from datetime import datetime, timezone
 from urllib.parse import quote
 
+import pyoxigraph
 from rdflib import XSD
 
 _XSD_INTEGER = f"<{XSD.integer}>"
@@ -99,11 +100,25 @@ def isoformat_ns(ns: int) -> str:
     return text + "Z"
 
 
+def checked_iri(value: str) -> str:
+    """:func:`iri` for an IRI that comes from a span (an edge, a parent step), not one we built:
+    after encoding, it is also checked as a whole (a stray ``%``, a second ``#``, a bad host), and
+    one that is still not valid raises :class:`ValueError`.  (The store parses our N-Quads
+    leniently, so nothing else would stop a malformed IRI.)"""
+    term = iri(value)
+    pyoxigraph.NamedNode(term[1:-1])  # raises ValueError on an invalid IRI
+    return term
+
+
 def value_term(value: str) -> str:
     """A knowledge-graph value given as text: an IRI when it starts with ``http://``,
-    ``https://`` or ``urn:`` (TrustGraph's rule), otherwise a plain literal."""
+    ``https://`` or ``urn:`` (TrustGraph's rule) and is a valid IRI once encoded, otherwise a
+    plain literal."""
     if value.startswith(_VALUE_IRI_SCHEMES) and len(value) > 6:
-        return iri(value)
+        try:
+            return checked_iri(value)
+        except ValueError:
+            pass
     return literal(value)
 
 

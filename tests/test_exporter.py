@@ -22,6 +22,7 @@ from otel_prov import (
     StoreError,
     StoreNotFound,
     agent_session,
+    graph_rag_session,
     load_dataset,
     spans_to_dataset,
 )
@@ -239,6 +240,26 @@ def test_otlp_map_with_bytes_maps_as_text() -> None:
     ds = spans_to_dataset([span])
     thoughts = [str(o) for _, _, o, _ in ds.quads((None, rdflib.URIRef(f"{TG}thought"), None, None))]
     assert thoughts == [json.dumps({"raw": repr(b"\x00\xff")})]
+
+
+def test_edges_that_are_not_valid_iris_become_literals(captured) -> None:
+    """Only IRIs Oxigraph accepts strictly are written as IRIs (the store parses leniently)."""
+    provider, memory = captured
+    bad = ["http://ex/a#b#c", "urn:x%zz", "http://[bad/x"]
+    with graph_rag_session("q?", session_id="g-bad", tracer_provider=provider) as s:
+        s.exploration([bad])
+        s.focus([(bad, "why")])
+        s.synthesis("a")
+    exporter = ProvSpanExporter(store="memory:")
+    assert exporter.export(memory.get_finished_spans()) is SpanExportResult.SUCCESS
+    assert exporter.force_flush()
+    dump = exporter.store.dump("nquads")
+    pyoxigraph.Store().load(dump, format=pyoxigraph.RdfFormat.N_QUADS)  # strict: raises on a bad IRI
+    rdf = str(rdflib.RDF)
+    objects = {r["o"] for r in exporter.store.query(
+        f"SELECT ?o WHERE {{ GRAPH ?g {{ ?t a <{rdf}Statement> ; ?p ?o FILTER(?p != <{rdf}type>) }} }}")}
+    assert objects == {pyoxigraph.Literal(v) for v in bad}
+    exporter.shutdown()
 
 
 def test_an_exception_marks_the_span_and_leaves_a_valid_partial_trace(captured) -> None:
