@@ -18,7 +18,7 @@ from ._mapping import nquads
 from ._problems import ProblemLog
 from ._spans import InvalidSpan, SpanRecord, from_sdk
 from ._store import QuadStore, open_store
-from ._writer import Writer
+from ._writer import Writer, WriterFull
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ class ProvSpanExporter(SpanExporter):
         self._mapper = TraceMapper(self.profile)
         self._problems = ProblemLog(logger, "otel-prov exporter")
         self._lock = threading.Lock()
+        self._shutdown_lock = threading.Lock()
         self._shutdown = False
         self._spans = 0
 
@@ -85,13 +86,17 @@ class ProvSpanExporter(SpanExporter):
                 if update.add:
                     self._writer.add(nquads(update.add), len(update.add))
             problems.extend(update.problems)
+            problems.extend(f"span the mapping failed on, not stored ({error})"
+                            for _, error in update.failed)
             if problems:
                 self._problems.report(problems)
             return SpanExportResult.SUCCESS
+        except WriterFull:
+            self._problems.report(["batch refused: the store is not keeping up (or failing)"])
+            return SpanExportResult.FAILURE
         except Exception:  # never into the application
-            self._problems.report(["unexpected error in export (see the first traceback)"])
-            if self._problems.counts["unexpected error in export (see the first traceback)"] == 1:
-                logger.exception("otel-prov exporter: unexpected error")
+            if not self._shutdown:
+                self._problems.exception("unexpected error in export (see the first traceback)")
             return SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -100,12 +105,17 @@ class ProvSpanExporter(SpanExporter):
         return self._writer.wait(timeout=timeout_millis / 1000)
 
     def shutdown(self) -> None:
-        with self._lock:
+        with self._shutdown_lock:
             if self._shutdown:
                 return
             self._shutdown = True
-        if not self._writer.close():
-            logger.error("otel-prov exporter: the writer did not finish at shutdown")
+        # Close the writer first: an export() waiting for room in its queue is released (and fails)
+        # instead of holding the lock forever.
+        stored = self._writer.close()
+        with self._lock:  # no export() is between mapping and submitting any more
+            pass
+        if not stored:
+            logger.error("otel-prov exporter: not everything could be stored at shutdown (see above)")
         self._store.close()
 
     def stats(self) -> dict[str, Any]:

@@ -74,6 +74,9 @@ class Update:
     waiting: int = 0
     """Agent and tool spans of the batch's traces that still wait for missing parents."""
     problems: list[str] = field(default_factory=list)
+    failed: list[tuple[SpanRecord, str]] = field(default_factory=list)
+    """Spans the mapping raised on (a bug or input it cannot handle), with the error: nothing of
+    them was written, and mapping them again would fail the same way."""
 
 
 @dataclass
@@ -111,12 +114,19 @@ class TraceMapper:
     def map(self, records: Iterable[SpanRecord]) -> Update:
         direct = Mapped()
         by_trace: dict[int, list[SpanRecord]] = {}
+        failed: list[tuple[SpanRecord, str]] = []
         for rec in records:
             if is_prov_span(rec):
-                map_span(rec, self.profile, direct)
+                before = len(direct.quads)
+                try:
+                    map_span(rec, self.profile, direct)
+                except Exception as exc:  # keep the batch: only this span is lost, and counted
+                    del direct.quads[before:]
+                    failed.append((rec, f"{type(exc).__name__}: {exc}"))
+                    continue
             by_trace.setdefault(rec.trace_id, []).append(rec)
         update = Update(add=direct.quads, mapped=direct.mapped, ignored=direct.ignored,
-                        problems=direct.problems)
+                        problems=direct.problems, failed=failed)
         if by_trace:
             with self._lock:
                 for trace_id, recs in by_trace.items():

@@ -23,3 +23,13 @@ class ProblemLog:
             if first:
                 self._logger.warning("%s: %s (logged once; every occurrence is counted)",
                                      self._what, kind)
+
+    def exception(self, kind: str) -> None:
+        """Count an unexpected error; log it with its traceback the first time only.  Call from an
+        ``except`` block."""
+        with self._lock:
+            self.counts[kind] += 1
+            first = self.counts[kind] == 1
+        if first:
+            self._logger.exception("%s: %s (logged once; every occurrence is counted)",
+                                   self._what, kind)

@@ -30,10 +30,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ._config import StoreSpec, parse_profile, parse_store
 from ._errors import ConfigError
-from ._mapper import TraceMapper, Update
+from ._mapper import TraceMapper
 from ._mapping import nquads
 from ._problems import ProblemLog
-from ._spans import SpanRecord, records_from_otlp
+from ._spans import records_from_otlp
 from ._store import QuadStore, open_store
 from ._writer import Writer
 
@@ -305,10 +305,7 @@ class Receiver:
         try:
             return self._ingest(request, deadline)
         except Exception:
-            kind = "unexpected error while ingesting (see the first traceback)"
-            if self.problems.counts[kind] == 0:
-                logger.exception("otel-prov serve: unexpected error")
-            self.problems.report([kind])
+            self.problems.exception("unexpected error while ingesting (see the first traceback)")
             return _unavailable("internal error in the receiver; retry", RETRY_STORE_SECONDS)
         finally:
             with self._cv:
@@ -340,20 +337,24 @@ class Receiver:
         records, rejected = records_from_otlp(request.resource_spans)
         invalid_ids = len(rejected)
         with self._submit_lock:  # removals and additions reach the writer in mapping order
-            try:
-                updates = [self._mapper.map(records)]
-            except Exception:  # a span the mapping cannot handle: reject it, keep the others
-                updates, records = self._map_one_by_one(records, rejected)
-            for update in updates:
-                if update.remove:
-                    self._writer.remove(update.remove)
-                if update.add:
-                    self._writer.add(nquads(update.add), len(update.add))
+            update = self._mapper.map(records)
+            if update.remove:
+                self._writer.remove(update.remove)
+            if update.add:
+                self._writer.add(nquads(update.add), len(update.add))
             # Wait for everything submitted so far, not only this request's quads: a retried
             # request may map to nothing new while its first attempt is still queued.
             seq = self._writer.submitted
-        problems = [p for u in updates for p in u.problems]
-        added = sum(len(u.add) for u in updates)
+        # A span the mapping raised on is rejected (a retry would fail the same way); the others
+        # are stored.
+        for rec, error in update.failed:
+            rejected.append(f"span {rec.name!r} could not be mapped ({error})")
+        if update.failed:
+            failed_ids = {id(rec) for rec, _ in update.failed}
+            records = [rec for rec in records if id(rec) not in failed_ids]
+        problems = list(update.problems)
+        problems += ["span the mapping failed on (rejected)"] * len(update.failed)
+        added = len(update.add)
         if invalid_ids:
             problems.append("spans rejected: invalid trace or span id")
         if problems:
@@ -372,24 +373,6 @@ class Receiver:
                 message += f" (and {len(rejected) - 1} more)"
             return Outcome(Answer.OK, message, rejected_spans=len(rejected))
         return Outcome(Answer.OK)
-
-    def _map_one_by_one(self, records: list[SpanRecord],
-                        rejected: list[str]) -> tuple[list[Update], list[SpanRecord]]:
-        """After the mapping raised on a request: map span by span, rejecting the spans that fail
-        (a retry would fail the same way), so one bad span does not block the others forever."""
-        kind = "span the mapping failed on (rejected; see the first traceback)"
-        if self.problems.counts[kind] == 0:
-            logger.exception("otel-prov serve: the mapping failed on a request; mapping it span by span")
-        updates: list[Update] = []
-        kept: list[SpanRecord] = []
-        for rec in records:
-            try:
-                updates.append(self._mapper.map([rec]))
-                kept.append(rec)
-            except Exception as exc:
-                self.problems.report([kind])
-                rejected.append(f"span {rec.name!r} could not be mapped ({type(exc).__name__}: {exc})")
-        return updates, kept
 
     def _await(self, seq: int, deadline: float | None) -> Outcome | None:
         """None once ``seq`` is committed; an UNAVAILABLE outcome if the store fails or is too slow."""

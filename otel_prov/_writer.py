@@ -46,6 +46,13 @@ logger = logging.getLogger(__name__)
 
 MAX_PENDING_BYTES = 256 * 1024 * 1024
 """Past this much unwritten data, ``submit`` waits (back-pressure on the exporting thread)."""
+MAX_SUBMIT_WAIT = 30.0
+"""Seconds ``submit`` waits for room before refusing with :class:`WriterFull`."""
+
+
+class WriterFull(RuntimeError):
+    """The store has not kept up (or is failing) for :data:`MAX_SUBMIT_WAIT`: the batch is refused,
+    not queued, so the caller can report it."""
 _MAX_MERGE_BYTES = 64 * 1024 * 1024
 MERGE_BYTES = 2 * 1024 * 1024
 """Under load, the writer waits (up to :data:`LINGER` seconds) until this much is queued."""
@@ -78,6 +85,8 @@ class Writer:
         """Failed writes since the last successful one (0 while the store is healthy)."""
         self.last_error = ""
         self.written_quads = 0
+        self.rescued = False
+        """Whether unwritten data had to be saved to a rescue file at close."""
         self._thread = threading.Thread(target=self._run, name="otel-prov-writer", daemon=True)
         self._thread.start()
 
@@ -90,8 +99,12 @@ class Writer:
         return self._submit(_Op(0, remove=quads))
 
     def _submit(self, op: _Op) -> int:
+        deadline = time.monotonic() + MAX_SUBMIT_WAIT
         with self._cv:
             while self._pending_bytes > MAX_PENDING_BYTES and not self._closing:
+                if time.monotonic() >= deadline:
+                    raise WriterFull(f"more than {MAX_PENDING_BYTES} bytes not yet stored for "
+                                     f"{MAX_SUBMIT_WAIT:.0f} s; batch refused")
                 self._cv.wait(0.1)
             if self._closing:
                 raise RuntimeError("writer is closed")
@@ -137,7 +150,7 @@ class Writer:
             self._closing = True
             self._cv.notify_all()
         self._thread.join(timeout)
-        return not self._thread.is_alive() and not self._queue
+        return not self._thread.is_alive() and not self._queue and not self.rescued
 
     # -- the writer thread ------------------------------------------------------------------------
 
@@ -217,6 +230,7 @@ class Writer:
         """The store keeps failing at close: save what is left as N-Quads so nothing is lost."""
         with self._cv:
             ops, self._queue = list(self._queue), deque()
+        self.rescued = True
         directory = self._rescue_dir or Path.cwd()
         path = directory / f"otel-prov-rescue-{os.getpid()}-{int(time.time())}.nq"
         removals = sum(1 for op in ops if op.remove)

@@ -1,8 +1,8 @@
 """The ``otel-prov`` command: list, show, export and query the explainability graph; run the demo.
 
 Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
-exporter's default store); the reading ones (list, show, export, query) never create one.  Errors are one line on stderr and exit status 1
-(2 for a usage error); never a traceback.
+exporter's default store); the reading ones (list, show, export, query) never create one.
+Errors are one line on stderr and exit status 1 (2 for a usage error); never a traceback.
 
 More subcommands are registered from other modules: each module named in :data:`EXTENSIONS` that
 exists is imported lazily and its ``add_parser(subparsers)`` adds a subparser whose ``func``

@@ -289,3 +289,60 @@ def test_an_exception_marks_the_span_and_leaves_a_valid_partial_trace(captured) 
     assert (base, status, "RuntimeError: tool exploded") in rows
     assert not any(s == f"{base}/i1" and p == status for s, p, _ in rows)
     exporter.shutdown()
+
+
+def test_a_span_the_mapping_raises_on_loses_only_itself(captured, monkeypatch) -> None:
+    """A stand-in for a mapping bug (no real input is known to make the mapping raise): the rest of
+    the batch is stored, the failure counted."""
+    from otel_prov import _mapper
+
+    real = _mapper.map_span
+
+    def map_span(rec, *args, **kwargs):
+        if rec.name == "iteration 1":
+            raise RuntimeError("mapping bug (test)")
+        return real(rec, *args, **kwargs)
+
+    monkeypatch.setattr(_mapper, "map_span", map_span)
+    provider, memory = captured
+    _run_agent(provider)
+    exporter = ProvSpanExporter(store="memory:")
+    assert exporter.export(memory.get_finished_spans()) is SpanExportResult.SUCCESS
+    assert exporter.force_flush()
+    types = {str(r["t"].value) for r in exporter.store.query(
+        "SELECT ?t WHERE { GRAPH ?g { ?s a ?t } }")}
+    assert f"{TG}Conclusion" in types and f"{TG}Question" in types
+    assert f"{TG}Analysis" not in types
+    problems = exporter.stats()["problems"]
+    assert problems == {"span the mapping failed on, not stored (RuntimeError: mapping bug (test))": 1}
+    exporter.shutdown()
+
+
+def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monkeypatch) -> None:
+    """A store that keeps failing fills the writer's queue; an export() waiting for room must not
+    hold shutdown() forever, and what could not be stored is rescued to a file, not dropped."""
+    from otel_prov import _writer
+
+    monkeypatch.setattr(_writer, "MAX_PENDING_BYTES", 1)
+    exporter = ProvSpanExporter(store=tmp_path / "s")
+
+    def failing(data: bytes, count: int) -> None:
+        raise OSError("disk full (test)")
+
+    monkeypatch.setattr(exporter.store, "add", failing)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    results: list[object] = []
+
+    def app() -> None:
+        for i in range(3):
+            results.append(_run_agent(provider, f"q{i}"))
+
+    thread = threading.Thread(target=app)
+    thread.start()
+    thread.join(2)
+    assert thread.is_alive()  # blocked in export(): back-pressure on a full queue
+    exporter.shutdown()       # returns: releases the waiting export
+    thread.join(10)
+    assert not thread.is_alive() and len(results) == 3
+    assert list(tmp_path.glob("otel-prov-rescue-*.nq"))
