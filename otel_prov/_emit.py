@@ -19,16 +19,17 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
 
 from . import attributes as A
-from ._mapping import analysis_iri, question_iri, session_uuid
-from ._problems import ProblemLog
-from ._vocab import (
-    AGENT_PREFIX,
-    DOC_RAG_PREFIX,
-    EXPLORATION_PREFIX,
-    FOCUS_PREFIX,
-    GRAPH_RETRIEVAL,
-    SYNTHESIS_PREFIX,
+from ._mapping import (
+    analysis_iri,
+    conclusion_iri,
+    exploration_iri,
+    focus_iri,
+    question_iri,
+    session_uuid,
+    synthesis_iri,
 )
+from ._problems import ProblemLog
+from ._vocab import GRAPH_RETRIEVAL
 
 logger = logging.getLogger(__name__)
 _problems = ProblemLog(logger, "otel-prov")
@@ -53,6 +54,14 @@ def to_json(value: Any) -> str:
     except (TypeError, ValueError):
         _problems.report(["tool arguments or result not JSON-serialisable (written with repr())"])
         return json.dumps(value, ensure_ascii=False, default=repr, skipkeys=True)
+
+
+def _edge(value: Any) -> list[str] | None:
+    """An edge as ``[s, p, o]`` text; None (logged once, counted) when it is not three values."""
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 3:
+        return [str(t) for t in value]
+    _problems.report(["knowledge-graph edge that is not (subject, predicate, object) (left out)"])
+    return None
 
 
 class _Session:
@@ -118,7 +127,7 @@ class AgentSession(_Session):
         self.answer = str(answer)
         self.span.set_attribute(A.ANSWER, self.answer)
         self.span.set_attribute(A.ITERATION, self.iterations)
-        return f"{AGENT_PREFIX}{self._uuid}/final"
+        return conclusion_iri(self._uuid)
 
 
 class Step:
@@ -182,7 +191,7 @@ class GraphRagSession(_Session):
 
     def exploration(self, edges: Iterable[Edge]) -> str:
         """The edges retrieved from the knowledge graph; returns the Exploration's IRI."""
-        edge_list = [[str(t) for t in edge] for edge in edges]
+        edge_list = [e for e in (_edge(edge) for edge in edges) if e is not None]
         self._instant(f"retrieval {self.collection}", A.STEP_EXPLORATION, {
             A.GEN_AI_OPERATION_NAME: "retrieval",
             A.GEN_AI_DATA_SOURCE_ID: self.collection,
@@ -190,7 +199,7 @@ class GraphRagSession(_Session):
             A.EDGE_COUNT: len(edge_list),
             A.EDGES: to_json(edge_list),
         }, kind=SpanKind.CLIENT)
-        return EXPLORATION_PREFIX + self._uuid
+        return exploration_iri(self.flow, self._uuid)
 
     def focus(self, selected: Iterable[Any]) -> str:
         """The edges kept, each with its reasoning: ``(edge, reasoning)`` pairs or
@@ -198,20 +207,25 @@ class GraphRagSession(_Session):
         items = []
         for item in selected:
             if isinstance(item, Mapping):
-                edge, reasoning = item.get("edge"), item.get("reasoning")
+                edge, reasoning = _edge(item.get("edge")), item.get("reasoning")
+            elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2:
+                edge, reasoning = _edge(item[0]), item[1]
             else:
-                edge, reasoning = item
-            entry: dict[str, Any] = {"edge": [str(t) for t in edge]}  # type: ignore[union-attr]
+                edge, reasoning = None, None
+            if edge is None:
+                _problems.report(["focus item that is not (edge, reasoning) (left out)"])
+                continue
+            entry: dict[str, Any] = {"edge": edge}
             if reasoning is not None:
                 entry["reasoning"] = str(reasoning)
             items.append(entry)
         self._instant("focus", A.STEP_FOCUS, {A.SELECTED_EDGES: to_json(items)})
-        return FOCUS_PREFIX + self._uuid
+        return focus_iri(self._uuid)
 
     def synthesis(self, answer: str) -> str:
         """The final answer; returns the Synthesis's IRI."""
         self._instant("synthesis", A.STEP_SYNTHESIS, {A.CONTENT: str(answer)})
-        return SYNTHESIS_PREFIX + self._uuid
+        return synthesis_iri(self.flow, self._uuid)
 
 
 class DocRagSession(_Session):
@@ -227,11 +241,11 @@ class DocRagSession(_Session):
             A.GEN_AI_RETRIEVAL_QUERY_TEXT: self.question,
             A.CHUNK_IDS: chunks,
         }, kind=SpanKind.CLIENT)
-        return f"{DOC_RAG_PREFIX}{self._uuid}/exploration"
+        return exploration_iri(self.flow, self._uuid)
 
     def synthesis(self, content: str) -> str:
         self._instant("synthesis", A.STEP_SYNTHESIS, {A.CONTENT: str(content)})
-        return f"{DOC_RAG_PREFIX}{self._uuid}/synthesis"
+        return synthesis_iri(self.flow, self._uuid)
 
 
 S = TypeVar("S", bound=_Session)

@@ -200,14 +200,32 @@ def analysis_iri(uuid: str, n: int) -> str:
     return f"{AGENT_PREFIX}{uuid}/i{n}"
 
 
+def conclusion_iri(uuid: str) -> str:
+    return f"{AGENT_PREFIX}{uuid}/final"
+
+
+def exploration_iri(flow: str, uuid: str) -> str:
+    if flow == A.FLOW_DOC_RAG:
+        return f"{DOC_RAG_PREFIX}{uuid}/exploration"
+    return EXPLORATION_PREFIX + uuid
+
+
+def focus_iri(uuid: str) -> str:
+    return FOCUS_PREFIX + uuid
+
+
+def synthesis_iri(flow: str, uuid: str) -> str:
+    if flow == A.FLOW_DOC_RAG:
+        return f"{DOC_RAG_PREFIX}{uuid}/synthesis"
+    return SYNTHESIS_PREFIX + uuid
+
+
 def _q(c: _Ctx) -> str:
     return iri(question_iri(c.flow, c.uuid))
 
 
 def _exploration(c: _Ctx) -> str:
-    if c.flow == A.FLOW_DOC_RAG:
-        return iri(f"{DOC_RAG_PREFIX}{c.uuid}/exploration")
-    return iri(EXPLORATION_PREFIX + c.uuid)
+    return iri(exploration_iri(c.flow, c.uuid))
 
 
 def _int_attr(c: _Ctx, key: str, minimum: int) -> int | None:
@@ -275,7 +293,7 @@ def _marker(c: _Ctx) -> None:
 def _conclusion(c: _Ctx) -> None:
     last = _int_attr(c, A.ITERATION, 0) or 0
     prev = iri(analysis_iri(c.uuid, last)) if last else _q(c)
-    node = iri(f"{AGENT_PREFIX}{c.uuid}/final")
+    node = iri(conclusion_iri(c.uuid))
     c.add(node, _TYPE, _ENTITY)
     c.add(node, _TYPE, _tg.Conclusion)
     c.add(node, _tg.answer, literal(c.text(A.ANSWER) or ""))
@@ -338,7 +356,7 @@ def _exploration_step(c: _Ctx) -> None:
 
 
 def _focus(c: _Ctx) -> None:
-    node = iri(FOCUS_PREFIX + c.uuid)
+    node = iri(focus_iri(c.uuid))
     exploration = _exploration(c)
     c.add(node, _TYPE, _ENTITY)
     c.add(node, _TYPE, _tg.Focus)
@@ -371,12 +389,8 @@ def _focus(c: _Ctx) -> None:
 
 
 def _synthesis(c: _Ctx) -> None:
-    if c.flow == A.FLOW_DOC_RAG:
-        node = iri(f"{DOC_RAG_PREFIX}{c.uuid}/synthesis")
-        prev = _exploration(c)
-    else:
-        node = iri(SYNTHESIS_PREFIX + c.uuid)
-        prev = iri(FOCUS_PREFIX + c.uuid)
+    node = iri(synthesis_iri(c.flow, c.uuid))
+    prev = _exploration(c) if c.flow == A.FLOW_DOC_RAG else iri(focus_iri(c.uuid))
     c.add(node, _TYPE, _ENTITY)
     c.add(node, _TYPE, _tg.Synthesis)
     c.add(node, _tg.content, literal(c.text(A.CONTENT) or ""))

@@ -198,3 +198,18 @@ def test_blank_session_id_is_as_if_not_given(captured) -> None:
     dataset = spans_to_dataset(memory.get_finished_spans())
     subjects = {str(q[0]) for q in dataset.quads((None, None, None, None))}
     assert s.explain_id in subjects
+
+
+def test_malformed_edges_are_left_out_never_raised(captured) -> None:
+    provider, memory = captured
+    good = ("http://ex.org/a", "http://ex.org/p", "b")
+    with graph_rag_session("q", session_id="g-bad", tracer_provider=provider) as s:
+        s.exploration([good, ("only", "two"), None])
+        s.focus([(good, "kept"), ("no reasoning pair",), {"edge": 5}, 7])
+        s.synthesis("a")
+    quads = {(str(q[0]), str(q[1]), str(q[2])) for q in
+             spans_to_dataset(memory.get_finished_spans()).quads((None, None, None, None))}
+    tg = "https://trustgraph.ai/ns/"
+    assert ("urn:trustgraph:prov:exploration:g-bad", f"{tg}edgeCount", "1") in quads
+    selected = {o for s, p, o in quads if p == f"{tg}selectedEdge"}
+    assert selected == {"urn:trustgraph:prov:edge:g-bad:0"}
