@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,7 +13,7 @@ from ._config import parse_store
 from ._mapper import TraceMapper
 from ._mapping import SEED, nquads
 from ._spans import SpanRecord, from_otlp, from_sdk
-from ._store import open_store_for_reading
+from ._store import open_store_for_reading, parse_nquads
 from ._vocab import PREFIXES
 
 
@@ -41,13 +40,6 @@ def dataset_from_nquads(data: bytes) -> rdflib.Dataset:
     if data:
         parse_nquads(ds, data)
     return ds
-
-
-def parse_nquads(ds: rdflib.Dataset, data: bytes) -> None:
-    """``ds.parse`` of N-Quads, without the DeprecationWarning rdflib 7.6 raises from its own code."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Dataset.default_context is deprecated", DeprecationWarning)
-        ds.parse(data=data.decode("utf-8"), format="nquads")
 
 
 def load_dataset(store: str | os.PathLike[str] | None = None) -> rdflib.Dataset:

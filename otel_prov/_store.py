@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +35,14 @@ class QuadStore(Protocol):
     def dump(self, fmt: str) -> bytes: ...
     def to_dataset(self) -> rdflib.Dataset: ...
     def close(self) -> None: ...
+
+
+def parse_nquads(ds: rdflib.Dataset, data: bytes) -> None:
+    """``ds.parse`` of N-Quads, without the DeprecationWarnings rdflib 7.6 raises from its own code
+    (ConjunctiveGraph, default_context): they are not the caller's to fix."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="rdflib")
+        ds.parse(data=data.decode("utf-8"), format="nquads")
 
 
 def _delete_data(quads: Sequence[Quad]) -> str:
@@ -103,7 +112,7 @@ class OxigraphStore:
 
     def to_dataset(self) -> rdflib.Dataset:
         ds = rdflib.Dataset()
-        ds.parse(data=self.dump("nquads").decode("utf-8"), format="nquads")
+        parse_nquads(ds, self.dump("nquads"))
         return ds
 
     def flush(self) -> None:
@@ -216,7 +225,7 @@ class DatasetStore:
 
     def add(self, data: bytes, count: int) -> None:
         with self._lock:
-            self.dataset.parse(data=data.decode("utf-8"), format="nquads")
+            parse_nquads(self.dataset, data)
 
     def remove(self, quads: Sequence[Quad]) -> None:
         if quads:

@@ -4,16 +4,12 @@ Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, 
 exporter's default store); the reading ones (list, show, export, query) never create one.
 Errors are one line on stderr and exit status 1 (2 for a usage error); never a traceback.
 
-More subcommands are registered from other modules: each module named in :data:`EXTENSIONS` that
-exists is imported lazily and its ``add_parser(subparsers)`` adds a subparser whose ``func``
-default takes the parsed arguments and returns the exit status (``otel_prov._serve_cli`` adds
-``serve``).
+``serve`` lives in :mod:`otel_prov._serve_cli`, whose ``add_parser(subparsers)`` registers it.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -24,6 +20,7 @@ from typing import IO, Any
 
 import pyoxigraph
 
+from . import _serve_cli
 from ._cli_read import TYPES, TraceNotFound, TraceReader, prov_graph
 from ._config import (
     ENV_COLLECTION,
@@ -48,7 +45,6 @@ from ._svg import to_dot, to_svg
 from ._vocab import GRAPH_RETRIEVAL, PREFIXES
 
 PROG = "otel-prov"
-EXTENSIONS = ("otel_prov._serve_cli",)
 """Modules that may add subcommands (``add_parser(subparsers)``); missing ones are skipped."""
 
 _IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]+")
@@ -413,19 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jaeger-url", help=f"Jaeger UI base URL for the trace links ({ENV_JAEGER_URL})")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the list, not each trace")
 
-    for name in EXTENSIONS:
-        _register(name, sub)
+    _serve_cli.add_parser(sub)
     return parser
-
-
-def _register(module_name: str, sub: Any) -> None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return
-        raise
-    module.add_parser(sub)
 
 
 def _positive(text: str) -> int:
