@@ -188,8 +188,10 @@ class _Progress:
 
 def _graph_quads(store: pyoxigraph.Store) -> tuple[int, Iterable[pyoxigraph.Quad]]:
     graph = pyoxigraph.NamedNode(GRAPH_RETRIEVAL)
-    count = next(iter(store.query(
-        f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?s ?p ?o }} }}")))
+    solutions = store.query(
+        f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?s ?p ?o }} }}")
+    assert isinstance(solutions, pyoxigraph.QuerySolutions)
+    count = next(iter(solutions))
     return int(count["n"].value), store.quads_for_pattern(None, None, None, graph)
 
 

@@ -133,7 +133,11 @@ class KnowledgeGraph:
         """The values of ``relation`` for ``entity`` (both given by their labels)."""
         rows = self.graph.query(_LOOKUP, initNs={"rdfs": RDFS}, initBindings={
             "name": rdflib.Literal(entity), "rel": rdflib.Literal(relation)})
-        return [str(row.label if row.label is not None else row.value) for row in rows]
+        found = []
+        for row in rows:
+            assert isinstance(row, rdflib.query.ResultRow)
+            found.append(str(row.label if row.label is not None else row.value))
+        return found
 
     def entities_in(self, text: str) -> list[rdflib.URIRef]:
         """Entities whose label occurs in ``text`` as whole words (longest labels first)."""
