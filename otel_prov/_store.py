@@ -63,7 +63,10 @@ class OxigraphStore:
 
     def __init__(self, path: Path | None, *, read_only: bool = False) -> None:
         self.path = path
-        self._store: pyoxigraph.Store | None = _open_oxigraph(path, read_only)
+        self._store: pyoxigraph.Store | None
+        self._store, self.snapshot = _open_oxigraph(path, read_only)
+        """``snapshot``: opened read-only because another process holds the store (it sees the
+        store as it was when opened, and cannot be written or flushed)."""
 
     @property
     def inner(self) -> pyoxigraph.Store:
@@ -116,7 +119,7 @@ class OxigraphStore:
         return ds
 
     def flush(self) -> None:
-        if self._store is not None and self.path is not None:
+        if self._store is not None and self.path is not None and not self.snapshot:
             self._store.flush()
 
     def close(self) -> None:
@@ -173,9 +176,10 @@ def _bulk_load_side_by_side(store: pyoxigraph.Store, parts: list[bytes]) -> None
         raise errors[0]
 
 
-def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:
+def _open_oxigraph(path: Path | None, read_only: bool) -> tuple[pyoxigraph.Store, bool]:
+    """The store, and whether it is a read-only snapshot."""
     if path is None:
-        return pyoxigraph.Store()
+        return pyoxigraph.Store(), False
     if read_only:
         if not (path / "CURRENT").exists():
             raise StoreNotFound(
@@ -183,12 +187,12 @@ def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:
                 f"OTEL_PROV_STORE)"
             )
         try:
-            return pyoxigraph.Store(str(path))
+            return pyoxigraph.Store(str(path)), False
         except (OSError, RuntimeError) as exc:  # RuntimeError: RocksDB reports corruption
             if "lock" not in str(exc).lower():
                 raise StoreError(f"cannot open the store at {path}: {exc}") from exc
         try:  # held by a running exporter or server: read a snapshot
-            return pyoxigraph.Store.read_only(str(path))
+            return pyoxigraph.Store.read_only(str(path)), True
         except (OSError, RuntimeError) as exc:
             raise StoreError(f"cannot open the store at {path}: {exc}") from exc
     try:
@@ -204,7 +208,7 @@ def _open_oxigraph(path: Path | None, read_only: bool) -> pyoxigraph.Store:
             f"store='oxigraph:PATH' or OTEL_PROV_STORE"
         )
     try:
-        return pyoxigraph.Store(str(path))
+        return pyoxigraph.Store(str(path)), False
     except (OSError, RuntimeError) as exc:  # RuntimeError: RocksDB reports corruption
         if "lock" in str(exc).lower():
             raise StoreError(

@@ -346,3 +346,23 @@ def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monke
     thread.join(10)
     assert not thread.is_alive() and len(results) == 3
     assert list(tmp_path.glob("otel-prov-rescue-*.nq"))
+
+
+def test_a_store_held_by_a_running_exporter_is_read_as_a_snapshot(tmp_path, capsys) -> None:
+    from otel_prov.cli import main
+
+    path = tmp_path / "s"
+    exporter = ProvSpanExporter(store=path)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    iri = _run_agent(provider)
+    assert exporter.force_flush()
+    try:  # the exporter still holds the store
+        ds = load_dataset(f"oxigraph:{path}")
+        assert any(str(q[0]) == iri for q in ds.quads((None, None, None, None)))
+        assert main(["list", "--store", str(path), "--format", "json"]) == 0
+        assert iri in capsys.readouterr().out
+        assert main(["show", iri, "--store", str(path)]) == 0
+        assert "Paris" in capsys.readouterr().out
+    finally:
+        exporter.shutdown()
