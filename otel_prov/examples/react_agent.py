@@ -157,7 +157,7 @@ class OfflinePolicy:
         facts_text = "; ".join(f"{rel} {value}" for rel, value in result.items())
         answer = f"{described}: {facts_text}." if facts_text else f"{described}."
         cited = re.match(r".*?\[[^\]]+\]", context[0]) if context else None
-        if cited:
+        if cited and subject.lower() in cited.group(0).lower():  # only a passage about the subject
             answer += f" The documents add: {cited.group(0)}"
         return Finish("I have every fact the question asks for.", answer)
 

@@ -44,6 +44,10 @@ def example_provider(store: str | None, service: str) -> Iterator[TracerProvider
         yield provider
     finally:
         provider.shutdown()
+    if str(exporter.store_spec) == "memory:":
+        print("recorded in memory: (gone with this process; give --store PATH to keep it)",
+              file=sys.stderr)
+        return
     hint = "otel-prov list" + (f" --store {exporter.store_spec}" if store else "")
     print(f"recorded in {exporter.store_spec} (see: {hint})", file=sys.stderr)
 
