@@ -4,6 +4,7 @@ thoughts, unknown steps, sub-traces and the status shown), JSON, Turtle, and the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -40,6 +41,15 @@ def jaeger_link(base: str | None, trace_id: str | None) -> str | None:
 # -- list -----------------------------------------------------------------------------------------
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Text safe to print on a terminal: control characters other than newline and tab (an ESC
+    sequence in a model's output, say) are shown as ``\\x1b``-style escapes, not executed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
 def _cut(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -53,7 +63,7 @@ def session_table(rows: Sequence[SessionRow]) -> str:
     header = ("Session ID", "Type", "Question", "Time")
     body = [(r.id, r.type if r.status == COMPLETE else f"{r.type} ({r.status})",
              _cut(r.question, QUESTION_WIDTH), r.time or "") for r in rows]
-    return "\n".join(table_lines(header, body)) + "\n"
+    return visible("\n".join(table_lines(header, body)) + "\n")
 
 
 def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -197,7 +207,7 @@ def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list
 
 
 def trace_text(trace: Trace, jaeger: str | None = None) -> str:
-    return "\n".join(trace_lines(trace, jaeger)) + "\n"
+    return visible("\n".join(trace_lines(trace, jaeger)) + "\n")
 
 
 # -- show: json / turtle ----------------------------------------------------------------------------

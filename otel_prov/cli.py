@@ -39,6 +39,7 @@ from ._render import (
     trace_json,
     trace_text,
     triples_turtle,
+    visible,
 )
 from ._store import OxigraphStore, open_store_for_reading
 from ._svg import to_dot, to_svg
@@ -275,7 +276,7 @@ def _cell(term: Any) -> str:
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = table_lines(header, [[" ".join(cell.split()) for cell in row] for row in rows])
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines) + "\n")
 
 
 def cmd_query(args: argparse.Namespace) -> int:

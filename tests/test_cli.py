@@ -634,3 +634,24 @@ def test_demo_and_list_use_the_exporters_default_store(capsysbinary: Any) -> Non
     assert r.code == 0 and f"writing to oxigraph:{default}" in r.err
     rows = json.loads(cli(capsysbinary, "list", "--format", "json").out)
     assert sorted(row["type"] for row in rows) == ["Agent", "DocRAG", "GraphRAG"]
+
+
+def test_control_characters_are_shown_escaped_not_sent_to_the_terminal(
+        tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "ctl"
+    exporter = ProvSpanExporter(store=f"oxigraph:{store}")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session("red \x1b[31malert\r?", session_id="ctl", tracer_provider=provider) as s:
+        with s.iteration() as step:
+            step.thought("line one\nline\ttwo \x07bell")
+        s.conclude("done")
+    provider.shutdown()
+    for argv in (["list"], ["show", "urn:trustgraph:agent:ctl"],
+                 ["query", "SELECT ?q WHERE { ?s tg:query ?q }"]):
+        result = cli(capsysbinary, *argv, "--store", str(store))
+        assert result.code == 0
+        assert "\x1b" not in result.out and "\x07" not in result.out and "\r" not in result.out
+        assert "\\x1b[31malert" in result.out
+    shown = cli(capsysbinary, "show", "urn:trustgraph:agent:ctl", "--store", str(store)).out
+    assert "line one\n" in shown and "\\x07bell" in shown and "\t" in shown
