@@ -520,24 +520,40 @@ def procs() -> Iterator[list[Proc]]:
         proc.terminate(timeout=15)
 
 
+class _Load:
+    """``clients`` threads sending ``batch`` to a server until stopped; ``acked`` holds the indexes
+    of acknowledged requests."""
+
+    def __init__(self, port: int, batch: list[ExportTraceServiceRequest], clients: int) -> None:
+        self.acked: list[int] = []
+        self.lock, self._stop = threading.Lock(), threading.Event()
+        self._threads = [threading.Thread(target=_send_until, args=(
+            port, batch, self._stop, self.acked, self.lock, k, clients)) for k in range(clients)]
+        for t in self._threads:
+            t.start()
+
+    def wait_for(self, count: int, serve: Proc) -> None:
+        deadline = time.monotonic() + 30
+        while len(self.acked) < count:
+            assert time.monotonic() < deadline, serve.tail()
+            time.sleep(0.005)
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        for t in self._threads:
+            t.join(30)
+        with self.lock:
+            return sorted(set(self.acked))
+
+
 def test_sigterm_drains_and_exits_cleanly(tmp_path: Path, procs: list[Proc]) -> None:
     serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
     procs.append(serve)
     batch = [request_of(agent_spans(5)) for _ in range(40)]
-    acked: list[int] = []
-    lock, stop = threading.Lock(), threading.Event()
-    threads = [threading.Thread(target=_send_until, args=(serve.grpc_port, batch, stop, acked, lock, k, 4))
-               for k in range(4)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 30
-    while len(acked) < 8:
-        assert time.monotonic() < deadline, serve.tail()
-        time.sleep(0.01)
+    load = _Load(serve.grpc_port, batch, clients=4)
+    load.wait_for(8, serve)
     code = serve.terminate(timeout=30)
-    stop.set()
-    for t in threads:
-        t.join(30)
+    acked = load.stop()
     assert code == 0, serve.tail()
     assert "stopped" in serve.tail()
     store = pyoxigraph.Store.read_only(str(serve.store))
@@ -552,22 +568,10 @@ def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path, procs: list
     serve = start_serve(store_path, tmp_path / "serve.log")
     procs.append(serve)
     batch = [request_of(agent_spans(20)) for _ in range(64)]
-    acked: list[int] = []
-    lock, stop = threading.Lock(), threading.Event()
-    threads = [threading.Thread(target=_send_until, args=(serve.grpc_port, batch, stop, acked, lock, k, 8))
-               for k in range(8)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 30
-    while len(acked) < 24:
-        assert time.monotonic() < deadline, serve.tail()
-        time.sleep(0.005)
+    load = _Load(serve.grpc_port, batch, clients=8)
+    load.wait_for(24, serve)
     serve.kill9()
-    stop.set()
-    for t in threads:
-        t.join(30)
-    with lock:
-        acknowledged = sorted(set(acked))
+    acknowledged = load.stop()
     assert len(acknowledged) < len(batch), "the kill came after the load: nothing was in flight"
     restarted = start_serve(store_path, tmp_path / "serve2.log")
     procs.append(restarted)
