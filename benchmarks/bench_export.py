@@ -61,8 +61,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import ProvSpanExporter, agent_session, doc_rag_session, graph_rag_session
-from otel_prov._mapping import map_spans, nquads
-from otel_prov._spans import from_sdk
+from otel_prov.mapping.flows import map_spans
+from otel_prov.mapping.spans import from_sdk
+from otel_prov.model.quads import nquads
 
 PROV_DISK, PROV_MEMORY, OTLP = "prov-disk", "prov-memory", "otlp-grpc"
 LABELS = {
@@ -446,7 +447,7 @@ def components(spans: Sequence[ReadableSpan], batch: int, workdir: Path) -> dict
     """Where the PROV path's time goes, each part alone on one thread (milliseconds, best of 3)."""
     import pyoxigraph
 
-    from otel_prov._mapper import TraceMapper
+    from otel_prov.mapping.mapper import TraceMapper
 
     nq = pyoxigraph.RdfFormat.N_QUADS
     batches = [spans[i:i + batch] for i in range(0, len(spans), batch)]

@@ -45,8 +45,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from otel_prov import agent_session  # noqa: E402
-from otel_prov._mapping import map_spans, nquads  # noqa: E402
-from otel_prov._spans import from_sdk  # noqa: E402
+from otel_prov.mapping.flows import map_spans  # noqa: E402
+from otel_prov.mapping.spans import from_sdk  # noqa: E402
+from otel_prov.model.quads import nquads  # noqa: E402
 from tests.procs import http_get, peak_rss_kib, start_jaeger, start_serve, wait_until  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -107,7 +108,7 @@ class Run:
 
 
 def _retry_delay(err: grpc.RpcError) -> float:
-    from otel_prov._serve_status import RetryInfo
+    from otel_prov.serve.rpc_status import RetryInfo
 
     for key, value in err.trailing_metadata() or ():
         if key == RETRY_INFO_TRAILER:

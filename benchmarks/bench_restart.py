@@ -32,8 +32,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans 
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 
 from benchmarks.bench_ingest import build_spans  # noqa: E402
-from otel_prov._mapping import map_spans, nquads  # noqa: E402
-from otel_prov._spans import from_sdk  # noqa: E402
+from otel_prov.mapping.flows import map_spans  # noqa: E402
+from otel_prov.mapping.spans import from_sdk  # noqa: E402
+from otel_prov.model.quads import nquads  # noqa: E402
 from tests.procs import start_serve  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

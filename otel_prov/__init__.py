@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-from ._dataset import load_dataset, spans_to_dataset
-from ._emit import (
+from .errors import ConfigError, ProvError, StoreError, StoreNotFound
+from .ingest.exporter import ProvSpanExporter
+from .instrument import (
     AgentSession,
     DocRagSession,
     GraphRagSession,
@@ -15,10 +16,9 @@ from ._emit import (
     doc_rag_session,
     graph_rag_session,
 )
-from ._errors import ConfigError, ProvError, StoreError, StoreNotFound
-from ._exporter import ProvSpanExporter
-from ._mapping import PROFILES, SEED, STRICT
-from ._vocab import GRAPH_RETRIEVAL, OTELPROV, TG
+from .model.profiles import PROFILES, SEED, STRICT
+from .model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
+from .read.datasets import load_dataset, spans_to_dataset
 
 __version__ = "0.1.0"
 

@@ -9,13 +9,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov._config import ENV_COLLECTION, ENV_JAEGER_URL, ENV_PROFILE, ENV_STORE
+from otel_prov.settings import ENV_VARS
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No test depends on the ambient environment or writes to the user's default store."""
-    for name in (ENV_STORE, ENV_PROFILE, ENV_COLLECTION, ENV_JAEGER_URL, "OTEL_TRACES_EXPORTER"):
+    for name in (*ENV_VARS, "OTEL_TRACES_EXPORTER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))
 

@@ -170,7 +170,7 @@ def serve_command() -> list[str]:
     try:
         from otel_prov import cli  # noqa: F401
     except ImportError:
-        return [sys.executable, "-m", "otel_prov._serve_cli"]
+        return [sys.executable, "-m", "otel_prov.cli.serve"]
     return [sys.executable, "-m", "otel_prov.cli", "serve"]
 
 

@@ -20,11 +20,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_prov import ProvSpanExporter, agent_session, load_dataset
-from otel_prov._cli_read import TraceReader
-from otel_prov._config import parse_store
-from otel_prov._store import open_store_for_reading
-from otel_prov._vocab import GRAPH_RETRIEVAL
-from otel_prov.cli import _Progress, build_parser, main
+from otel_prov.cli import build_parser, main
+from otel_prov.cli.read import Progress
 from otel_prov.examples.rag import RagResult, doc_rag, graph_rag
 from otel_prov.examples.react_agent import (
     Act,
@@ -36,6 +33,9 @@ from otel_prov.examples.react_agent import (
     run_agent,
 )
 from otel_prov.examples.tools import knowledge_graph
+from otel_prov.model.vocab import GRAPH_RETRIEVAL
+from otel_prov.read.reader import TraceReader
+from otel_prov.stores import open_for_reading, parse_store
 from tests.graphs import assert_isomorphic
 
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -85,9 +85,9 @@ def _fill(path: Path) -> Filled:
             run_agent("What is the area of Italy?", policy=StopAfter(1), tracer_provider=provider)
     finally:
         provider.shutdown()
-    store = open_store_for_reading(parse_store(str(path)))
+    store = open_for_reading(parse_store(str(path)))
     try:
-        rows = TraceReader(store.inner).sessions()
+        rows = TraceReader(store).sessions()
     finally:
         store.close()
     by_question = {row.question: row.id for row in rows}
@@ -475,13 +475,13 @@ def test_export_progress_only_on_a_terminal() -> None:
             return True
 
     tty, pipe = Terminal(), io.StringIO()
-    assert list(_Progress(50000, tty).wrap(range(50000))) == list(range(50000))
-    assert list(_Progress(50000, pipe).wrap(range(50000))) == list(range(50000))
+    assert list(Progress(50000, tty).wrap(range(50000))) == list(range(50000))
+    assert list(Progress(50000, pipe).wrap(range(50000))) == list(range(50000))
     assert "exporting: 1000/50000 quads (2%)" in tty.getvalue()
     assert tty.getvalue().endswith("\rexported 50000 quads.                    \n")
     assert pipe.getvalue() == ""
     short = Terminal()
-    list(_Progress(10, short).wrap(range(10)))
+    list(Progress(10, short).wrap(range(10)))
     assert short.getvalue() == ""
 
 

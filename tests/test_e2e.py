@@ -30,9 +30,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov._dataset import spans_to_dataset
-from otel_prov._store import OxigraphStore
-from otel_prov._vocab import GRAPH_RETRIEVAL, OTELPROV, TG
+from otel_prov import spans_to_dataset
+from otel_prov.model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
+from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
 from tests.procs import (
     Jaeger,

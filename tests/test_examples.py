@@ -19,9 +19,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from otel_prov import attributes as A
-from otel_prov._cli_read import TraceReader
-from otel_prov._config import parse_store
-from otel_prov._store import open_store_for_reading
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import (
     ChatPolicy,
@@ -31,6 +28,8 @@ from otel_prov.examples.react_agent import (
     run_agent,
 )
 from otel_prov.examples.tools import CalculatorError, calculate, document_index, knowledge_graph
+from otel_prov.read.reader import TraceReader
+from otel_prov.stores import open_for_reading, parse_store
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BIN = Path(sys.executable).parent
@@ -243,9 +242,9 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _sessions(store: Path) -> list[Any]:
-    opened = open_store_for_reading(parse_store(str(store)))
+    opened = open_for_reading(parse_store(str(store)))
     try:
-        return TraceReader(opened.inner).sessions()
+        return TraceReader(opened).sessions()
     finally:
         opened.close()
 

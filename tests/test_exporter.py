@@ -294,7 +294,7 @@ def test_an_exception_marks_the_span_and_leaves_a_valid_partial_trace(captured) 
 def test_a_span_the_mapping_raises_on_loses_only_itself(captured, monkeypatch) -> None:
     """A stand-in for a mapping bug (no real input is known to make the mapping raise): the rest of
     the batch is stored, the failure counted."""
-    from otel_prov import _mapper
+    from otel_prov.mapping import mapper as _mapper
 
     real = _mapper.map_span
 
@@ -321,7 +321,7 @@ def test_a_span_the_mapping_raises_on_loses_only_itself(captured, monkeypatch) -
 def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monkeypatch) -> None:
     """A store that keeps failing fills the writer's queue; an export() waiting for room must not
     hold shutdown() forever, and what could not be stored is rescued to a file, not dropped."""
-    from otel_prov import _writer
+    from otel_prov.ingest import writer as _writer
 
     monkeypatch.setattr(_writer, "MAX_PENDING_BYTES", 1)
     exporter = ProvSpanExporter(store=tmp_path / "s")

@@ -24,10 +24,12 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind
 
 from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
-from otel_prov._genai import NO_QUERY, PARENT_LOOP, map_genai_trace, nested_agent_uuid, trace_view
-from otel_prov._mapper import FORGOTTEN_WAITING, LATE_SPAN, TRACE_TOO_BIG, TraceMapper
-from otel_prov._spans import SpanRecord, from_sdk
-from otel_prov._terms import isoformat_ns
+from otel_prov.mapping.agents import NO_QUERY, map_agent_traces
+from otel_prov.mapping.mapper import FORGOTTEN_WAITING, LATE_SPAN, TRACE_TOO_BIG, TraceMapper
+from otel_prov.mapping.spans import SpanRecord, from_sdk
+from otel_prov.mapping.tree import PARENT_LOOP, trace_view
+from otel_prov.model.iris import nested_agent_uuid
+from otel_prov.model.terms import isoformat_ns
 from tests.graphs import assert_isomorphic
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
@@ -218,7 +220,7 @@ def test_openai_agents_trace_seed_graph() -> None:
 
 def test_openai_agents_trace_counts() -> None:
     records = [from_sdk(s) for s in make(openai_agents_trace())]
-    result = map_genai_trace(records, "seed")
+    result = map_agent_traces(records, "seed")
     assert (result.mapped, result.ignored, result.waiting, result.problems) == (3, 6, 0, [])
 
 
@@ -479,7 +481,7 @@ def test_chat_only_trace_maps_to_nothing_and_is_counted_ignored() -> None:
     }, kind=SpanKind.CLIENT)
     spans = make(chat)
     records = [from_sdk(s) for s in spans]
-    result = map_genai_trace(records, "seed")
+    result = map_agent_traces(records, "seed")
     assert (result.quads, result.mapped, result.ignored, result.waiting) == ([], 0, 1, 0)
     update = TraceMapper("seed").map(records)
     assert (update.add, update.remove, update.mapped, update.ignored, update.problems) == ([], [], 0, 1, [])
@@ -488,13 +490,13 @@ def test_chat_only_trace_maps_to_nothing_and_is_counted_ignored() -> None:
 
 def test_tool_outside_any_agent_is_ignored() -> None:
     spans = make(S("job", 0, 10, {}, [S("execute_tool x", 1, 2, {"gen_ai.operation.name": "execute_tool"})]))
-    result = map_genai_trace([from_sdk(s) for s in spans], "seed")
+    result = map_agent_traces([from_sdk(s) for s in spans], "seed")
     assert (result.quads, result.mapped, result.ignored) == ([], 0, 2)
 
 
 def test_agent_without_query_has_an_empty_query_and_a_counted_problem() -> None:
     spans = make(S("invoke_agent quiet", 0, 10, {"gen_ai.operation.name": "invoke_agent"}))
-    result = map_genai_trace([from_sdk(s) for s in spans], "seed")
+    result = map_agent_traces([from_sdk(s) for s in spans], "seed")
     assert result.problems == [NO_QUERY]
     expected = trig(f"""
     <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "" ; prov:startedAtTime {t(0)} ;
@@ -512,7 +514,7 @@ def test_messages_in_older_shapes_and_unreadable_messages() -> None:
         "gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": old_style,
         "gen_ai.output.messages": "{not json", "output.value": "fallback answer"}))
     records = [from_sdk(s) for s in spans]
-    result = map_genai_trace(records, "seed")
+    result = map_agent_traces(records, "seed")
     assert result.problems == ["gen_ai.output.messages is not a JSON list of messages"]
     ds = spans_to_dataset(spans)
     assert objects(ds, "https://trustgraph.ai/ns/query") == {"second"}
@@ -603,7 +605,7 @@ def test_views_map_like_the_spans_themselves() -> None:
         records = [from_sdk(s) for s in make(root)]
         views = [trace_view(r)[0] for r in records]
         for profile in ("seed", "strict"):
-            full, kept = map_genai_trace(records, profile), map_genai_trace(views, profile)
+            full, kept = map_agent_traces(records, profile), map_agent_traces(views, profile)
             assert sorted(full.quads) == sorted(kept.quads)
             assert (full.mapped, full.ignored, full.problems) == (kept.mapped, kept.ignored, kept.problems)
 
@@ -612,7 +614,7 @@ def test_a_parent_loop_waits_and_is_reported() -> None:
     a = SpanRecord(TRACE_ID, 1, "invoke_agent a", 0, 1, {"gen_ai.operation.name": "invoke_agent"},
                    parent_id=2)
     b = SpanRecord(TRACE_ID, 2, "x", 0, 1, {}, parent_id=1)
-    result = map_genai_trace([a, b], "seed")
+    result = map_agent_traces([a, b], "seed")
     assert result.quads == [] and result.waiting == 1 and PARENT_LOOP in result.problems
 
 
@@ -713,7 +715,7 @@ def test_remote_parent_is_a_root_until_it_arrives() -> None:
 def test_remote_parent_flag_read_from_otlp() -> None:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    from otel_prov._spans import records_from_otlp
+    from otel_prov.mapping.spans import records_from_otlp
 
     upstream, downstream = _remote_hop()
     request = encode_spans(upstream + downstream)

@@ -11,7 +11,7 @@ import rdflib
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_prov import agent_session, doc_rag_session, graph_rag_session, spans_to_dataset
-from otel_prov._terms import isoformat_ns
+from otel_prov.model.terms import isoformat_ns
 from tests.graphs import assert_isomorphic
 
 PREFIXES = """

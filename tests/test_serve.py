@@ -38,14 +38,17 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov import _mapper, agent_session
-from otel_prov._config import StoreSpec
-from otel_prov._dataset import spans_to_dataset
-from otel_prov._mapping import map_spans, nquads
-from otel_prov._serve import Receiver, Server, ServeSettings, settings_from
-from otel_prov._serve_grpc import RETRY_INFO_TRAILER, STATUS_DETAILS_TRAILER
-from otel_prov._spans import SpanRecord, from_otlp
-from otel_prov._store import OxigraphStore
+from otel_prov import agent_session, spans_to_dataset
+from otel_prov.mapping import mapper as _mapper
+from otel_prov.mapping.flows import map_spans
+from otel_prov.mapping.spans import SpanRecord, from_otlp
+from otel_prov.model.quads import nquads
+from otel_prov.serve.grpc_transport import RETRY_INFO_TRAILER, STATUS_DETAILS_TRAILER
+from otel_prov.serve.receiver import Receiver
+from otel_prov.serve.server import Server
+from otel_prov.settings import ServeSettings, serve_settings
+from otel_prov.stores import StoreSpec
+from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
 from tests.procs import Proc, start_serve
 
@@ -84,7 +87,7 @@ def make_server() -> Iterator[Make]:
     def make(store: OxigraphStore | None = None, *, token: str | None = None, max_inflight: int = 8,
              ack_timeout: float = 10.0, tls: tuple[Path, Path] | None = None) -> Server:
         store = store if store is not None else OxigraphStore(None)
-        settings = ServeSettings(store=StoreSpec(None), profile="seed", grpc_port=0, http_port=0,
+        settings = ServeSettings(store=StoreSpec("memory"), profile="seed", grpc_port=0, http_port=0,
                                  token=token, max_inflight=max_inflight, ack_timeout=ack_timeout,
                                  tls_cert=tls[0] if tls else None, tls_key=tls[1] if tls else None,
                                  drain_timeout=10.0)
@@ -592,19 +595,19 @@ def test_settings_from_flags_and_environment(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("OTEL_PROV_SERVE_GRPC_PORT", "5317")
     monkeypatch.setenv("OTEL_PROV_SERVE_HTTP_PORT", "off")
     monkeypatch.setenv("OTEL_PROV_SERVE_TOKEN", "from-env")
-    settings = settings_from(store=f"oxigraph:{tmp_path / 's'}")
+    settings = serve_settings(store=f"oxigraph:{tmp_path / 's'}")
     assert (settings.host, settings.grpc_port, settings.http_port, settings.token) == \
         ("127.0.0.1", 5317, None, "from-env")
-    settings = settings_from(store="memory:", grpc_port="0", token="flag")
+    settings = serve_settings(store="memory:", grpc_port="0", token="flag")
     assert (settings.grpc_port, settings.token) == (0, "flag")
     from otel_prov import ConfigError
 
     with pytest.raises(ConfigError, match="both transports are off"):
-        settings_from(store="memory:", grpc_port="off")
+        serve_settings(store="memory:", grpc_port="off")
     with pytest.raises(ConfigError, match="70000"):
-        settings_from(store="memory:", grpc_port="70000")
+        serve_settings(store="memory:", grpc_port="70000")
     with pytest.raises(ConfigError, match="TLS"):
-        settings_from(store="memory:", tls_cert=str(tmp_path / "cert.pem"))
+        serve_settings(store="memory:", tls_cert=str(tmp_path / "cert.pem"))
 
 
 def test_serve_command_reports_a_bad_store_in_one_line(tmp_path: Path) -> None:

@@ -8,15 +8,16 @@ import trustgraph.provenance as tg
 import trustgraph.provenance.namespaces as tg_ns
 
 from otel_prov import GRAPH_RETRIEVAL, TG
-from otel_prov._mapping import analysis_iri, question_iri
-from otel_prov._vocab import (
+from otel_prov.model.iris import (
     DOC_RAG_PREFIX,
     EDGE_PREFIX,
     EXPLORATION_PREFIX,
     FOCUS_PREFIX,
     SYNTHESIS_PREFIX,
-    TG_TERMS,
+    analysis_iri,
+    question_iri,
 )
+from otel_prov.model.vocab import TG_TERMS
 
 # The spec's literal answers (tg:answer on a Conclusion, tg:content on a Synthesis) predate
 # TrustGraph 2.11, which stores answers as separate documents (tg:document).

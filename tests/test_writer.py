@@ -1,4 +1,4 @@
-"""The write path (``otel_prov._writer.Writer`` over real Oxigraph stores): merging under load,
+"""The write path (``otel_prov.ingest.writer.Writer`` over real Oxigraph stores): merging under load,
 lingering and what cuts it short, ordering, concurrency, failures retried and rescued, and text
 that survives the lenient bulk parser exactly."""
 
@@ -16,21 +16,23 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov import ProvSpanExporter, _writer
+from otel_prov import ProvSpanExporter
 from otel_prov import attributes as A
-from otel_prov._mapper import TraceMapper
-from otel_prov._mapping import SEED, Quad, nquads
-from otel_prov._spans import from_sdk
-from otel_prov._store import (
+from otel_prov.ingest import writer as _writer
+from otel_prov.ingest.writer import Writer
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import from_sdk
+from otel_prov.model.profiles import SEED
+from otel_prov.model.quads import Quad, nquads
+from otel_prov.model.terms import iri, literal
+from otel_prov.model.vocab import GRAPH_RETRIEVAL
+from otel_prov.stores.oxigraph import (
     BULK_THRESHOLD,
     SIDE_BY_SIDE_PART_BYTES,
     OxigraphStore,
     _bulk_load_side_by_side,
     _split_lines,
 )
-from otel_prov._terms import iri, literal
-from otel_prov._vocab import GRAPH_RETRIEVAL
-from otel_prov._writer import Writer
 
 G = iri(GRAPH_RETRIEVAL)
 P = iri("http://example.org/p")

@@ -27,13 +27,13 @@ from typing import Any, Protocol
 
 from opentelemetry.trace import TracerProvider
 
-from .. import agent_session
+from .. import agent_session, settings
 from .rag import doc_rag
 from .tools import calculate, knowledge_graph
 
 AGENT_QUESTION = "What is the population density of the capital of France?"
 
-ENV_MODEL = "OTEL_PROV_EXAMPLE_MODEL"
+ENV_MODEL = settings.EXAMPLE_MODEL.env
 ENV_BASE_URL = "OPENAI_BASE_URL"
 ENV_API_KEY = "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -196,7 +196,7 @@ class ChatPolicy:
 
     @classmethod
     def from_env(cls) -> ChatPolicy | None:
-        model = os.environ.get(ENV_MODEL, "").strip()
+        model = settings.EXAMPLE_MODEL.get()
         if not model:
             return None
         return cls(model, os.environ.get(ENV_BASE_URL, "").strip() or DEFAULT_BASE_URL,

@@ -21,8 +21,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from .._errors import ProvError
-from .._exporter import ProvSpanExporter
+from ..errors import ProvError
+from ..ingest.exporter import ProvSpanExporter
 
 
 @contextmanager

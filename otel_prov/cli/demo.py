@@ -1,0 +1,68 @@
+"""``otel-prov demo``: run the example flows with the exporter writing to a store, then print
+``list`` and ``show`` of what they wrote."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import cast
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from .. import settings
+from ..examples.rag import doc_rag, graph_rag
+from ..examples.react_agent import default_policy, run_agent
+from ..ingest.exporter import ProvSpanExporter
+from ..read.reader import TraceReader
+from ..render.text import session_table, trace_text
+from ..stores import ReadStore
+from .common import option, write
+
+
+def _say(text: str = "") -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Progress goes to stderr, the ``list`` and ``show`` output to stdout."""
+    collection = option(args, settings.COLLECTION) or "default"
+    jaeger = option(args, settings.JAEGER_URL)
+    exporter = ProvSpanExporter(store=option(args, settings.STORE), profile=option(args, settings.PROFILE))
+    provider = TracerProvider(resource=Resource.create({"service.name": "otel-prov-demo"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    policy = default_policy()
+    try:
+        _say(f"otel-prov demo: writing to {exporter.store_spec} (profile {exporter.profile})")
+        _say(f"  1. a ReAct agent with three tools, policy: {policy.name}")
+        agent = run_agent(policy=policy, tracer_provider=provider, collection=collection)
+        _say("  2. a GraphRAG query over the bundled knowledge graph")
+        graph = graph_rag(tracer_provider=provider, collection=collection)
+        _say("  3. a document-RAG query over the bundled documents (BM25)")
+        docs = doc_rag(tracer_provider=provider, collection=collection)
+        _say()
+        if not exporter.force_flush():
+            _say("otel-prov demo: the store did not confirm every write in time")
+            return 1
+        reader = TraceReader(cast(ReadStore, exporter.store))  # the embedded store reads too
+        ids = [agent.explain_id, graph.explain_id, docs.explain_id]
+        everything = reader.sessions()
+        rows = [row for row in everything if row.id in ids]
+        out = ["$ otel-prov list", session_table(rows).rstrip("\n")]
+        if len(everything) > len(rows):
+            out.append(f"({len(everything) - len(rows)} earlier sessions in this store: otel-prov list)")
+        if not args.quiet:
+            for iri in ids:
+                trace, _ = reader.trace(iri)
+                out += ["", f"$ otel-prov show {iri}", trace_text(trace, jaeger).rstrip("\n")]
+        out += ["", "Next: otel-prov show IRI --format svg --output trace.svg   (a picture of one trace)",
+                "      otel-prov query 'SELECT ?q ?text WHERE { ?q tg:query ?text }'"]
+        write("\n".join(out) + "\n", None)
+    finally:
+        provider.shutdown()
+    stats = exporter.stats()
+    if stats["store_failures"]:
+        _say(f"otel-prov demo: {stats['store_failures']} store writes failed")
+        return 1
+    return 0

@@ -1,0 +1,160 @@
+"""The reading commands: ``list``, ``show``, ``export`` and ``query``.  They open an existing store
+to read (never create one) through its read protocol, and print what the renderers make of it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from .. import settings
+from ..errors import StoreError
+from ..model.vocab import GRAPH_RETRIEVAL
+from ..read.model import TYPES, TraceNotFound
+from ..read.reader import TraceReader
+from ..render import LIST_FORMATS, Shown, render_trace
+from ..render.rdf import write_quads
+from ..render.results import render_result
+from ..stores import ReadStore
+from ..stores.base import IRI, QuadTerms, Term
+from .common import CliError, Reading, check_iri, option, write
+
+_SYNTAX_AT = re.compile(r"error at (\d+):(\d+):\s*")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    kind = TYPES[args.type] if args.type else None
+    with Reading(args) as store:
+        rows = TraceReader(store).sessions(kind=kind, collection=option(args, settings.COLLECTION),
+                                           limit=args.limit)
+    write(LIST_FORMATS[args.format](rows), None)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    iri = check_iri(args.iri)
+    with Reading(args) as store:
+        try:
+            trace, triples = TraceReader(store).trace(iri)
+        except TraceNotFound as exc:
+            raise CliError(str(exc)) from exc
+    shown = Shown(trace, triples, option(args, settings.JAEGER_URL))
+    write(render_trace(args.format, shown), args.output)
+    return 0
+
+
+# -- export -----------------------------------------------------------------------------------------
+
+
+class Progress:
+    """``exported N/M quads`` on stderr, only when stderr is a terminal and the export is long."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None, min_total: int = 20000) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.total = total
+        self.enabled = total >= min_total and self.stream.isatty()
+        self._last = 0.0
+
+    def wrap(self, items: Iterable[Any]) -> Iterator[Any]:
+        count = 0
+        for count, item in enumerate(items, 1):
+            if self.enabled and count % 1000 == 0 and time.monotonic() - self._last > 0.2:
+                self._last = time.monotonic()
+                self.stream.write(f"\rexporting: {count}/{self.total} quads ({100 * count // self.total}%)")
+                self.stream.flush()
+            yield item
+        if self.enabled:
+            self.stream.write(f"\rexported {count} quads.{' ' * 20}\n")
+            self.stream.flush()
+
+
+def _session_quads(store: ReadStore, iris: Iterable[str]) -> list[QuadTerms]:
+    reader, graph = TraceReader(store), Term(IRI, GRAPH_RETRIEVAL)
+    seen: set[QuadTerms] = set()
+    quads: list[QuadTerms] = []
+    for iri in iris:
+        try:
+            question = reader.find_question(iri)
+        except TraceNotFound as exc:
+            raise CliError(str(exc)) from exc
+        for s, p, o in reader.triples(question):
+            quad = (Term(IRI, s), Term(IRI, p), o, graph)
+            if quad not in seen:
+                seen.add(quad)
+                quads.append(quad)
+    return sorted(quads, key=_quad_order)
+
+
+def _quad_order(quad: QuadTerms) -> tuple[tuple[str, str, str, str], ...]:
+    return tuple((t.kind, t.value, t.datatype or "", t.language or "") for t in quad)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    collection = option(args, settings.COLLECTION)
+    items: Iterable[QuadTerms]
+    with Reading(args) as store:
+        if args.session:
+            quads = _session_quads(store, [check_iri(s) for s in args.session])
+            total, items = len(quads), quads
+        elif collection is not None:
+            ids = [row.id for row in TraceReader(store).sessions(collection=collection)]
+            quads = _session_quads(store, ids)
+            total, items = len(quads), quads
+        else:
+            total, items = store.count(GRAPH_RETRIEVAL), store.quads(GRAPH_RETRIEVAL)
+        stream = Progress(total).wrap(items)
+        if args.output is None or args.output == "-":
+            write_quads(stream, args.format, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return 0
+        try:
+            with open(args.output, "wb") as handle:
+                write_quads(stream, args.format, handle)
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+    return 0
+
+
+# -- query ------------------------------------------------------------------------------------------
+
+
+def _read_query(args: argparse.Namespace) -> str:
+    if args.file is not None:
+        if args.sparql is not None:
+            raise CliError("give the query as an argument or with --file, not both")
+        if args.file == "-":
+            return sys.stdin.read()
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise CliError(f"cannot read {args.file}: {reason}") from exc
+    if args.sparql is None:
+        raise CliError("no query: give it as an argument, or with --file FILE ('-' for stdin)")
+    return str(args.sparql)
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    text = _read_query(args)
+    with Reading(args) as store:
+        try:
+            result = store.run_query(text)
+        except SyntaxError as exc:
+            raise CliError(f"SPARQL syntax error {syntax_message(exc)}") from exc
+        except StoreError as exc:
+            raise CliError(str(exc)) from exc
+    write(render_result(result, args.format), args.output)
+    return 0
+
+
+def syntax_message(exc: SyntaxError) -> str:
+    """Where a SPARQL syntax error is, and what it is, in one line."""
+    message = str(exc)
+    where = _SYNTAX_AT.match(message)
+    if where:
+        message = f"at line {where.group(1)}, column {where.group(2)}: {message[where.end():]}"
+    return message

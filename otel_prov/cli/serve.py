@@ -1,0 +1,128 @@
+"""The ``otel-prov serve`` subcommand (registered by :mod:`otel_prov.cli` through :func:`add_parser`);
+the server itself is :mod:`otel_prov.serve`.
+
+Runs until SIGTERM or SIGINT, then drains: new requests are refused as retryable, those in flight
+are answered once their quads are stored, the store is closed, and the process exits 0 (1 if
+something could not be drained or stored).  Once both transports listen it prints one line to
+stdout: ``otel-prov serve: listening grpc=HOST:PORT http=HOST:PORT store=SPEC``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .. import settings
+from ..errors import ProvError
+from ..serve.server import Server
+
+logger = logging.getLogger(__name__)
+
+HELP = "receive OTLP traces (gRPC and HTTP) and store their explainability graph"
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``serve`` to an argparse subparsers object; the parser's default ``func`` runs it."""
+    parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=HELP + (
+        ". Every option falls back to the environment variable named in its help, then the default."))
+    configure(parser)
+    return parser
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    for option, help_, default in _FLAGS:
+        shown = f"; default {default}" if default is not None else ""
+        parser.add_argument(str(option.flag), help=f"{help_} ({option.env}{shown})")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    parser.set_defaults(func=run)
+
+
+_FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
+    (settings.STORE, "'oxigraph:PATH', a path, or 'memory:'", "$XDG_DATA_HOME/otel-prov/store"),
+    (settings.PROFILE, "mapping profile: seed or strict", "seed"),
+    (settings.SERVE_HOST, "address to bind", f"{settings.DEFAULT_HOST}: loopback only"),
+    (settings.SERVE_GRPC_PORT, "OTLP/gRPC port, 0 = any free, 'off'", settings.DEFAULT_GRPC_PORT),
+    (settings.SERVE_HTTP_PORT, "OTLP/HTTP port, 0 = any free, 'off'", settings.DEFAULT_HTTP_PORT),
+    (settings.SERVE_TOKEN, "require 'authorization: Bearer TOKEN'; prefer the environment variable: "
+     "arguments are visible to other users", None),
+    (settings.SERVE_TLS_CERT, "PEM certificate chain for TLS", None),
+    (settings.SERVE_TLS_KEY, "PEM private key for TLS", None),
+    (settings.SERVE_MAX_INFLIGHT, "requests handled at once before refusing with UNAVAILABLE/503",
+     settings.DEFAULT_MAX_INFLIGHT),
+    (settings.SERVE_ACK_TIMEOUT, "seconds a request waits for its commit before answering UNAVAILABLE",
+     f"{settings.DEFAULT_ACK_TIMEOUT:g}"),
+    (settings.SERVE_DRAIN_TIMEOUT, "seconds to drain at SIGTERM", f"{settings.DEFAULT_DRAIN_TIMEOUT:g}"),
+)
+"""Every option of ``serve`` with a flag: (option, help, the default shown)."""
+
+
+def run(args: argparse.Namespace) -> int:
+    _configure_logging(args.log_level)
+    try:
+        config = settings.serve_settings(
+            via="flag", store=args.store, profile=args.profile, host=args.host, grpc_port=args.grpc_port,
+            http_port=args.http_port, token=args.token, tls_cert=args.tls_cert, tls_key=args.tls_key,
+            max_inflight=args.max_inflight, ack_timeout=args.ack_timeout,
+            drain_timeout=args.drain_timeout,
+        )
+        stop = threading.Event()
+        _on_signals(stop)
+        server = Server(config)
+    except (ProvError, OSError) as exc:
+        print(f"otel-prov serve: {exc}", file=sys.stderr)
+        return 1
+    parts = [f"grpc={server.grpc_address}" if server.grpc_address else "grpc=off",
+             f"http={server.http_address}" if server.http_address else "http=off",
+             f"store={config.store}"]
+    print("otel-prov serve: listening " + " ".join(parts), flush=True)
+    if config.host not in ("127.0.0.1", "localhost", "::1") and config.token is None:
+        logger.warning("otel-prov serve: listening on %s without a token (--token / %s): anyone who "
+                       "can reach it can write to the store", config.host, settings.SERVE_TOKEN.env)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        logger.info("otel-prov serve: stopping (draining in-flight requests)")
+        ok = server.stop()
+        logger.info("otel-prov serve: stopped; %s", json.dumps(server.receiver.health(), sort_keys=True))
+    return 0 if ok else 1
+
+
+def _on_signals(stop: threading.Event) -> None:
+    """The first SIGTERM/SIGINT drains; a second one exits at once (what is queued is lost)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            print("otel-prov serve: second signal, exiting without draining", file=sys.stderr, flush=True)
+            os._exit(1)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _configure_logging(level: str) -> None:
+    """The command is an application: it may attach a handler (to stderr) if none is configured."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    for name in ("otel_prov", __name__):  # __main__ under python -m
+        logging.getLogger(name).setLevel(level.upper())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m otel_prov.cli.serve`` (the same as ``otel-prov serve``)."""
+    parser = argparse.ArgumentParser(prog="otel-prov serve", description=HELP)
+    configure(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

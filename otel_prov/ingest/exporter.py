@@ -1,0 +1,109 @@
+"""``ProvSpanExporter``: an OpenTelemetry SDK span exporter that writes the explainability graph.
+A thin adapter: SDK spans in, the ingest pipeline (:mod:`.pipeline`) does the rest."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import rdflib
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from .. import settings
+from ..mapping.spans import InvalidSpan, SpanRecord, from_sdk
+from ..stores import StoreSpec, WriteStore, open_for_writing
+from .pipeline import IngestPipeline, PipelineClosed
+from .problems import ProblemLog
+from .writer import WriterFull
+
+logger = logging.getLogger(__name__)
+
+
+class ProvSpanExporter(SpanExporter):
+    """Maps finished spans to PROV-O quads in the explainability graph ``urn:graph:retrieval``.
+
+    Every argument is optional and falls back to an environment variable:
+
+    - ``store``: ``"oxigraph:PATH"`` (persistent, the default, at ``OTEL_PROV_STORE`` or
+      ``$XDG_DATA_HOME/otel-prov/store``, ``~/.local/share/otel-prov/store`` without it),
+      ``"memory:"``, a path, or any ``rdflib.Dataset``.
+    - ``profile``: ``"seed"`` (default; ``OTEL_PROV_PROFILE``) or ``"strict"``.
+
+    ``export()`` never raises and is thread-safe; quads are written by a background thread, so
+    ``force_flush()`` waits until everything exported so far is stored.  ``shutdown()`` stores what
+    is left and releases the store.  An unusable store raises :class:`otel_prov.StoreError` here,
+    at construction.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None = None,
+        profile: str | None = None,
+    ) -> None:
+        self.profile = settings.PROFILE.get(profile)
+        spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
+        self.store_spec = spec
+        rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
+        self._pipeline = IngestPipeline(open_for_writing(spec), self.profile, name="otel-prov exporter",
+                                        rescue_dir=rescue_dir)
+        self._problems = ProblemLog(logger, "otel-prov exporter")
+
+    @property
+    def store(self) -> WriteStore:
+        """The open store (for reading back: ``exporter.store.to_dataset()``)."""
+        return self._pipeline.store
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._pipeline.closed:
+            return SpanExportResult.FAILURE
+        try:
+            records: list[SpanRecord] = []
+            problems: list[str] = []
+            for span in spans:
+                try:
+                    records.append(from_sdk(span))
+                except InvalidSpan:
+                    problems.append("span without a valid trace or span id")
+            update = self._pipeline.submit(records).update
+            problems.extend(update.problems)
+            problems.extend(f"span the mapping failed on, not stored ({error})"
+                            for _, error in update.failed)
+            if problems:
+                self._problems.report(problems)
+            return SpanExportResult.SUCCESS
+        except PipelineClosed:
+            return SpanExportResult.FAILURE
+        except WriterFull:
+            self._problems.report(["batch refused: the store is not keeping up (or failing)"])
+            return SpanExportResult.FAILURE
+        except Exception:  # never into the application
+            if not self._pipeline.closed:
+                self._problems.exception("unexpected error in export (see the first traceback)")
+            return SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        if self._pipeline.closed:
+            return True
+        return self._pipeline.wait(timeout=timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        if self._pipeline.closed:
+            return
+        if not self._pipeline.close():
+            logger.error("otel-prov exporter: not everything could be stored at shutdown (see above)")
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: spans seen, quads written, store failures, problems by kind, and the
+        framework-trace state (``mapper``: traces and spans kept, forgotten, dropped)."""
+        writer = self._pipeline.writer
+        return {
+            "spans": self._pipeline.spans,
+            "quads_written": writer.written_quads,
+            "store_failures": writer.failures,
+            "problems": dict(self._problems.counts),
+            "mapper": self._pipeline.mapper.stats(),
+        }

@@ -1,0 +1,10 @@
+"""Spans in, quads out.
+
+- :mod:`.spans`: one span shape, read from an SDK span or an OTLP protobuf span;
+- :mod:`.flows`: our own attributes' flows (agent, GraphRAG, DocRAG), one handler per kind of span;
+- :mod:`.dialects`: how each framework instrumentation writes an agent run (one module each);
+- :mod:`.tree` and :mod:`.agents`: framework traces' span trees, mapped to the agent flow;
+- :mod:`.mapper`: :class:`~.mapper.TraceMapper`, the incremental per-trace mapper (the only state).
+
+Everything but the mapper is pure; the mapper does no I/O.
+"""

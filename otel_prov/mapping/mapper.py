@@ -1,0 +1,245 @@
+"""The incremental per-trace mapper: the mapping with the little state it needs, the span trees of
+framework ("GenAI") traces.  One per exporter or receiver (:mod:`otel_prov.ingest`).
+
+Spans with our attributes are mapped one at a time by the pure :func:`.flows.map_span`.
+Framework agent traces (an agent span with tool-call descendants, no ``otel_prov.*`` attributes)
+need their tree to find each tool call's agent and number the steps, and a tree arrives in pieces,
+children first, over many batches.  So every span is remembered per trace -- the agent and tool
+spans with the attributes the mapping reads, every other span as a skeleton (ids, parent, name,
+start) -- and a trace's graph is recomputed (by the pure :func:`.agents.map_agent_traces`) when a
+span arrives that can change it.  The update
+removes what is no longer true and adds what is new, so the store always holds the graph of the
+spans seen so far, whatever their order, grouping and repetition.
+
+Memory is bounded (:data:`MAX_TRACES`, :data:`MAX_SPANS`, :data:`MAX_SPANS_PER_TRACE`,
+:data:`MAX_BYTES`).  Past a bound the least recently updated trace is forgotten -- traces without
+agent or tool spans first.  Its quads stay in the store; a GenAI trace that is forgotten is
+remembered as such (its later spans are not mapped, so a half-known tree never rewrites a correct
+graph), and forgetting one whose spans still waited for their parents is reported as a problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.profiles import check_profile
+from ..model.quads import Quad
+from .agents import map_agent_traces
+from .dialects import Role
+from .flows import Mapped, is_ours, map_span
+from .spans import SpanRecord, SpanView
+from .tree import Kind, framework_role, trace_view, view_kind, view_size
+
+logger = logging.getLogger(__name__)
+
+MAX_TRACES = 10_000
+"""Traces whose span trees are remembered."""
+MAX_SPANS = 200_000
+"""Spans remembered over all traces (a skeleton is about 300 bytes)."""
+MAX_SPANS_PER_TRACE = 10_000
+"""Spans remembered of one trace; later spans of a bigger trace are not used for GenAI mapping."""
+MAX_BYTES = 64 * 1024 * 1024
+"""Rough bytes remembered over all traces (skeletons, plus the text of agent and tool spans)."""
+
+_SKELETON_SIZE = 300
+"""Bytes a skeleton takes, roughly (the tuple, its ids, a short name, a small dict)."""
+
+TRACE_TOO_BIG = ("trace with more spans than the mapper keeps per trace: "
+                 "the rest are not used for GenAI mapping")
+FORGOTTEN_WAITING = ("GenAI trace forgotten (mapper memory bound reached) while some of its spans "
+                     "waited for their parents: those spans are not mapped")
+MAPPING_FAILED = "mapping a GenAI trace failed (its graph is left as it was; see the first traceback)"
+LATE_SPAN = "span of a GenAI trace already forgotten (mapper memory bound reached): not mapped"
+
+
+@dataclass
+class Update:
+    """What to do to the store after a batch of spans: remove, then add."""
+
+    add: list[Quad] = field(default_factory=list)
+    remove: list[Quad] = field(default_factory=list)
+    mapped: int = 0
+    """Spans of the batch that are part of a flow (ours, or a GenAI agent or tool call)."""
+    ignored: int = 0
+    """Spans of the batch that are part of no flow (chat, HTTP, ...)."""
+    waiting: int = 0
+    """Agent and tool spans of the batch's traces that still wait for missing parents."""
+    problems: list[str] = field(default_factory=list)
+    failed: list[tuple[SpanRecord, str]] = field(default_factory=list)
+    """Spans the mapping raised on (a bug or input it cannot handle), with the error: nothing of
+    them was written, and mapping them again would fail the same way."""
+
+
+@dataclass
+class _TraceState:
+    nodes: dict[int, SpanView] = field(default_factory=dict)
+    relevant: int = 0
+    size: int = 0
+    waiting: int = 0
+    remote_roots: int = 0
+    quads: frozenset[Quad] = frozenset()
+    problems: Counter[str] = field(default_factory=Counter)
+
+
+class TraceMapper:
+    """Thread-safe.  One per exporter or receiver."""
+
+    def __init__(self, profile: str, *, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
+                 max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES) -> None:
+        self.profile = check_profile(profile)
+        self.max_traces = max_traces
+        self.max_spans = max_spans
+        self.max_spans_per_trace = max_spans_per_trace
+        self.max_bytes = max_bytes
+        self._plain: OrderedDict[int, _TraceState] = OrderedDict()
+        """Traces without agent or tool spans (so far), least recently updated first."""
+        self._genai: OrderedDict[int, _TraceState] = OrderedDict()
+        self._forgotten: OrderedDict[int, None] = OrderedDict()
+        self._spans = 0
+        self._bytes = 0
+        self.forgotten_traces = 0
+        self.dropped_spans = 0
+        self._failed = 0
+        self._lock = threading.Lock()
+
+    def map(self, records: Iterable[SpanRecord]) -> Update:
+        direct = Mapped()
+        by_trace: dict[int, list[SpanRecord]] = {}
+        failed: list[tuple[SpanRecord, str]] = []
+        for rec in records:
+            if is_ours(rec):
+                before = len(direct.quads)
+                try:
+                    map_span(rec, self.profile, direct)
+                except Exception as exc:  # keep the batch: only this span is lost, and counted
+                    del direct.quads[before:]
+                    failed.append((rec, f"{type(exc).__name__}: {exc}"))
+                    continue
+            by_trace.setdefault(rec.trace_id, []).append(rec)
+        update = Update(add=direct.quads, mapped=direct.mapped, ignored=direct.ignored,
+                        problems=direct.problems, failed=failed)
+        if by_trace:
+            with self._lock:
+                for trace_id, recs in by_trace.items():
+                    self._update_trace(trace_id, recs, update)
+                    self._evict(trace_id, update)
+        return update
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "traces": len(self._plain) + len(self._genai),
+                "genai_traces": len(self._genai),
+                "spans": self._spans,
+                "bytes": self._bytes,
+                "forgotten_traces": self.forgotten_traces,
+                "dropped_spans": self.dropped_spans,
+            }
+
+    # -- one trace --------------------------------------------------------------------------------
+
+    def _update_trace(self, trace_id: int, recs: list[SpanRecord], update: Update) -> None:
+        if trace_id in self._forgotten:
+            for rec in recs:
+                if framework_role(rec) is not Role.OTHER:
+                    update.problems.append(LATE_SPAN)
+                elif not is_ours(rec):
+                    update.ignored += 1
+            return
+        trace = self._touch(trace_id)
+        new_relevant = new_structure = False
+        for rec in recs:
+            known = trace.nodes.get(rec.span_id)
+            if known is None:
+                if len(trace.nodes) >= self.max_spans_per_trace:
+                    update.problems.append(TRACE_TOO_BIG)
+                    self.dropped_spans += 1
+                    continue
+                known, kind = trace_view(rec)
+                size = view_size(known) if kind == Kind.RELEVANT else _SKELETON_SIZE
+                trace.nodes[rec.span_id] = known
+                trace.size += size
+                self._bytes += size
+                self._spans += 1
+                if kind == Kind.RELEVANT:
+                    trace.relevant += 1
+                    new_relevant = True
+                else:
+                    new_structure = True
+            else:
+                kind = view_kind(known)
+            if kind == Kind.RELEVANT:
+                update.mapped += 1
+            elif kind == Kind.OTHER:
+                update.ignored += 1
+        if trace.relevant and trace_id in self._plain:
+            self._genai[trace_id] = self._plain.pop(trace_id)
+        # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
+        # span taken as a root because its (remote) parent was missing.
+        if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
+            self._recompute(trace, update)
+        update.waiting += trace.waiting
+
+    def _touch(self, trace_id: int) -> _TraceState:
+        for traces in (self._genai, self._plain):
+            trace = traces.get(trace_id)
+            if trace is not None:
+                traces.move_to_end(trace_id)
+                return trace
+        trace = self._plain[trace_id] = _TraceState()
+        return trace
+
+    def _recompute(self, trace: _TraceState, update: Update) -> None:
+        try:
+            result = map_agent_traces(list(trace.nodes.values()), self.profile)
+        except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
+            if not self._failed:
+                logger.exception("otel-prov mapper: mapping a GenAI trace failed (logged once)")
+            self._failed += 1
+            update.problems.append(MAPPING_FAILED)
+            return
+        new = frozenset(result.quads)
+        update.remove.extend(trace.quads - new)
+        update.add.extend(new - trace.quads)
+        trace.quads = new
+        trace.waiting = result.waiting
+        trace.remote_roots = result.remote_roots
+        # Problems of a trace are reported once, not at every recomputation.
+        counts = Counter(result.problems)
+        update.problems.extend((counts - trace.problems).elements())
+        trace.problems |= counts
+
+    # -- memory bound -------------------------------------------------------------------------------
+
+    def _over(self) -> bool:
+        return (len(self._plain) + len(self._genai) > self.max_traces
+                or self._spans > self.max_spans or self._bytes > self.max_bytes)
+
+    def _evict(self, keep: int, update: Update) -> None:
+        while self._over():
+            victim = None
+            for traces in (self._plain, self._genai):
+                victim = next((t for t in traces if t != keep), None)
+                if victim is not None:
+                    self._forget(victim, traces.pop(victim), update)
+                    break
+            if victim is None:
+                return
+
+    def _forget(self, trace_id: int, trace: _TraceState, update: Update) -> None:
+        self._spans -= len(trace.nodes)
+        self._bytes -= trace.size
+        self.forgotten_traces += 1
+        if trace.relevant:
+            self._forgotten[trace_id] = None
+            while len(self._forgotten) > self.max_traces:
+                self._forgotten.popitem(last=False)
+        if trace.waiting:
+            update.problems.append(FORGOTTEN_WAITING)
+        logger.debug("otel-prov mapper: memory bound reached, forgot trace %032x (%d spans, %d quads)",
+                     trace_id, len(trace.nodes), len(trace.quads))

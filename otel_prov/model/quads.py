@@ -1,0 +1,43 @@
+"""Quads: 4-tuples of N-Triples terms (:mod:`.terms`), as the mapping makes them; N-Quads text, which
+is what every store reads fastest; and an ``rdflib.Dataset`` made from that text."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import rdflib
+
+from .vocab import PREFIXES
+
+Quad = tuple[str, str, str, str]
+"""``(subject, predicate, object, graph)``, each an N-Triples term (``"<iri>"``, ``'"text"'``, ...)."""
+
+
+def nquads(quads: Sequence[Quad]) -> bytes:
+    """Quads as N-Quads text, UTF-8."""
+    return "".join(f"{s} {p} {o} {g} .\n" for s, p, o, g in quads).encode("utf-8")
+
+
+def parse_nquads(ds: rdflib.Dataset, data: bytes) -> None:
+    """``ds.parse`` of N-Quads, without the DeprecationWarnings rdflib 7.6 raises from its own code
+    (ConjunctiveGraph, default_context): they are not the caller's to fix."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="rdflib")
+        ds.parse(data=data.decode("utf-8"), format="nquads")
+
+
+def dataset_from_nquads(data: bytes) -> rdflib.Dataset:
+    """An ``rdflib.Dataset`` holding ``data``, with our prefixes bound."""
+    ds = rdflib.Dataset()
+    for prefix, namespace in PREFIXES.items():
+        ds.bind(prefix, namespace)
+    if data:
+        parse_nquads(ds, data)
+    return ds
+
+
+def delete_data(quads: Sequence[Quad]) -> str:
+    """A SPARQL ``DELETE DATA`` update removing ``quads``."""
+    body = "\n".join(f"GRAPH {g} {{ {s} {p} {o} }}" for s, p, o, g in quads)
+    return f"DELETE DATA {{\n{body}\n}}"

@@ -1,0 +1,62 @@
+"""Every IRI otel-prov writes, from closed namespaces (a typo raises instead of minting a wrong IRI),
+and each term the mapping writes as N-Triples text (computed once: an attribute of a closed namespace
+is built on every access)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from rdflib import RDF, RDFS, XSD
+from rdflib.namespace import PROV, ClosedNamespace
+
+TG_TERMS = (
+        "Question", "AgentQuestion", "GraphRagQuestion", "DocRagQuestion",
+        "Analysis", "Conclusion", "Exploration", "Focus", "Synthesis", "EdgeSelection",
+        "query", "thought", "action", "arguments", "observation", "answer",
+        "edgeCount", "selectedEdge", "edge", "reasoning", "chunkCount", "selectedChunk", "content",
+)
+TG = ClosedNamespace("https://trustgraph.ai/ns/", list(TG_TERMS))
+"""TrustGraph's vocabulary (the subset the seed model uses)."""
+
+OTELPROV = ClosedNamespace(
+    "https://w3id.org/otel-prov/ns#",
+    ["traceId", "spanId", "collection", "statusMessage"],
+)
+"""otel-prov's own predicates (documented in docs/model.md)."""
+
+OTELPROV_NS = str(OTELPROV)
+
+GRAPH_RETRIEVAL = "urn:graph:retrieval"
+"""The explainability graph every quad goes to."""
+
+PREFIXES = {
+    "tg": str(TG),
+    "prov": str(PROV),
+    "otelprov": OTELPROV_NS,
+    "rdf": str(RDF),
+    "rdfs": str(RDFS),
+    "xsd": str(XSD),
+}
+
+
+def _nt(term: Any) -> str:
+    return "<" + str(term) + ">"
+
+
+NT = SimpleNamespace(
+    graph=_nt(GRAPH_RETRIEVAL),
+    type=_nt(RDF.type), label=_nt(RDFS.label),
+    Statement=_nt(RDF.Statement), subject=_nt(RDF.subject), predicate=_nt(RDF.predicate),
+    object=_nt(RDF.object),
+    Activity=_nt(PROV.Activity), Entity=_nt(PROV.Entity), Agent=_nt(PROV.Agent),
+    SoftwareAgent=_nt(PROV.SoftwareAgent),
+    wasDerivedFrom=_nt(PROV.wasDerivedFrom), wasGeneratedBy=_nt(PROV.wasGeneratedBy), used=_nt(PROV.used),
+    wasAssociatedWith=_nt(PROV.wasAssociatedWith),
+    startedAtTime=_nt(PROV.startedAtTime), endedAtTime=_nt(PROV.endedAtTime),
+    generatedAtTime=_nt(PROV.generatedAtTime),
+    traceId=_nt(OTELPROV.traceId), spanId=_nt(OTELPROV.spanId), collection=_nt(OTELPROV.collection),
+    statusMessage=_nt(OTELPROV.statusMessage),
+    **{f"tg_{name}": _nt(getattr(TG, name)) for name in TG_TERMS},
+)
+"""Every term the mapping writes, as N-Triples text: ``NT.type``, ``NT.wasDerivedFrom``, ``NT.tg_query``..."""

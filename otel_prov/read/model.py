@@ -1,0 +1,123 @@
+"""The read model: sessions and traces as plain data, whatever store they were read from and
+whatever renders them (the CLI, the renderers of :mod:`otel_prov.render`, a web view)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import attributes as A
+from ..model.iris import flow_of_question
+
+AGENT, GRAPH_RAG, DOC_RAG, UNKNOWN = "Agent", "GraphRAG", "DocRAG", "Unknown"
+TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
+"""``--type`` values and the type names shown."""
+
+COMPLETE, UNFINISHED, FAILED = "complete", "unfinished", "error"
+ENDS = {AGENT: "Conclusion", GRAPH_RAG: "Synthesis", DOC_RAG: "Synthesis"}
+"""The kind of step that finishes a session of each type."""
+_FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
+
+
+class TraceNotFound(LookupError):
+    """No node with that IRI in the explainability graph."""
+
+
+def type_from_iri(iri: str) -> str | None:
+    """A session's type from its Question's IRI pattern (the spec's first rule), else None."""
+    flow = flow_of_question(iri)
+    return _FLOW_TYPES[flow] if flow is not None else None
+
+
+def local_name(iri: str) -> str:
+    return re.split(r"[#/]", iri)[-1] or iri
+
+
+def time_key(value: str | None) -> tuple[str, str]:
+    """Sort key of an ISO timestamp text: the seconds part, then the fraction padded (so that
+    ``...:05Z`` sorts before ``...:05.5Z``)."""
+    if not value:
+        return ("", "")
+    head, _, frac = value.rstrip("Z").partition(".")
+    return (head, frac.ljust(9, "0"))
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One line of ``otel-prov list``."""
+
+    id: str
+    type: str
+    question: str
+    time: str
+    trace_id: str | None = None
+    collection: str | None = None
+    status: str = COMPLETE
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "question": self.question, "time": self.time,
+                "trace_id": self.trace_id, "collection": self.collection, "status": self.status}
+
+
+@dataclass(frozen=True)
+class SelectedEdge:
+    """A GraphRAG Focus's selected edge: ``(s, p, o)`` and why it was kept."""
+
+    iri: str
+    edge: tuple[str, str, str] | None
+    reasoning: str | None
+
+
+@dataclass
+class TraceStep:
+    """One node derived from the Question (an Analysis, an Exploration, ...), with its values."""
+
+    iri: str
+    kind: str
+    """The ``tg:`` class local name (``Analysis``, ``Focus``, ...), else the local name of another
+    type it has, else ``Unknown``."""
+    values: dict[str, list[str]] = field(default_factory=dict)
+    """Predicate local name -> values (``thought``, ``action``, ``edgeCount``, ...)."""
+    number: int | None = None
+    """An Analysis's iteration number."""
+    edges: list[SelectedEdge] = field(default_factory=list)
+    subtraces: list[Trace] = field(default_factory=list)
+    """Sessions started by this step (a RAG query run by an agent's tool)."""
+
+    def value(self, name: str) -> str | None:
+        found = self.values.get(name)
+        return found[0] if found else None
+
+    @property
+    def error(self) -> str | None:
+        return self.value("statusMessage")
+
+
+@dataclass
+class Trace:
+    """One session read back: its Question and the steps derived from it, in order."""
+
+    id: str
+    type: str
+    question: str
+    time: str | None
+    collection: str | None
+    trace_id: str | None
+    derived_from: str | None
+    steps: list[TraceStep] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """Error status messages recorded on the Question."""
+    subtraces: list[Trace] = field(default_factory=list)
+    """Sessions derived from the Question itself (not from one of its steps)."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the session's end (an agent's Conclusion, a RAG query's Synthesis) is recorded."""
+        return any(s.kind == ENDS.get(self.type) for s in self.steps)
+
+    @property
+    def status(self) -> str:
+        if self.errors or any(s.error for s in self.steps):
+            return FAILED
+        return COMPLETE if self.finished else UNFINISHED

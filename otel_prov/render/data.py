@@ -1,0 +1,49 @@
+"""JSON: the sessions of ``otel-prov list --format json`` and one trace as ``otel-prov show --format
+json`` gives it (the read model as data)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..read.model import SessionRow, Trace, TraceStep
+from .links import jaeger_link
+
+
+def session_json(rows: Sequence[SessionRow]) -> str:
+    return json.dumps([r.as_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
+    return {
+        "id": trace.id,
+        "type": trace.type,
+        "question": trace.question,
+        "time": trace.time,
+        "trace_id": trace.trace_id,
+        "jaeger_url": jaeger_link(jaeger, trace.trace_id),
+        "collection": trace.collection,
+        "status": trace.status,
+        "derived_from": trace.derived_from,
+        "errors": trace.errors,
+        "steps": [_step_dict(s, jaeger) for s in trace.steps],
+        "subtraces": [trace_dict(s, jaeger) for s in trace.subtraces],
+    }
+
+
+def _step_dict(step: TraceStep, jaeger: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": step.iri, "kind": step.kind}
+    if step.number is not None:
+        out["number"] = step.number
+    for name, values in sorted(step.values.items()):
+        out[name] = values if name == "selectedChunk" or len(values) > 1 else values[0]
+    if step.edges:
+        out["selectedEdges"] = [{"id": e.iri, "edge": list(e.edge) if e.edge else None,
+                                 "reasoning": e.reasoning} for e in step.edges]
+    out["subtraces"] = [trace_dict(s, jaeger) for s in step.subtraces]
+    return out
+
+
+def trace_json(trace: Trace, jaeger: str | None = None) -> str:
+    return json.dumps(trace_dict(trace, jaeger), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,62 @@
+"""RDF: a trace's triples as Turtle (``show --format turtle``), and any quads or triples in the
+formats of ``export`` -- serialized by pyoxigraph from the read side's plain terms."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, Any
+
+import pyoxigraph
+
+from ..model.vocab import PREFIXES
+from ..read.build import TraceTriple
+from ..stores.base import BNODE, IRI, QuadTerms, Term, Triple
+
+EXPORT_FORMATS = {
+    "turtle": pyoxigraph.RdfFormat.TURTLE,
+    "trig": pyoxigraph.RdfFormat.TRIG,
+    "nquads": pyoxigraph.RdfFormat.N_QUADS,
+    "jsonld": pyoxigraph.RdfFormat.JSON_LD,
+}
+"""``export``'s formats; those without named graphs (Turtle) get the triples."""
+
+
+def node(term: Term) -> Any:
+    """A term as pyoxigraph's."""
+    if term.kind == IRI:
+        return pyoxigraph.NamedNode(term.value)
+    if term.kind == BNODE:
+        return pyoxigraph.BlankNode(term.value)
+    if term.language is not None:
+        return pyoxigraph.Literal(term.value, language=term.language)
+    if term.datatype is not None:
+        return pyoxigraph.Literal(term.value, datatype=pyoxigraph.NamedNode(term.datatype))
+    return pyoxigraph.Literal(term.value)
+
+
+def triples_turtle(triples: Iterable[TraceTriple]) -> str:
+    """A trace's triples (subject and predicate IRIs as text) as Turtle, sorted."""
+    items = sorted(
+        (pyoxigraph.Triple(pyoxigraph.NamedNode(s), pyoxigraph.NamedNode(p), node(o)) for s, p, o in triples),
+        key=str)
+    data = pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.TURTLE, prefixes=PREFIXES)
+    return (data or b"").decode("utf-8")
+
+
+def graph_text(triples: Iterable[Triple], *, turtle: bool) -> bytes:
+    """Triples (a CONSTRUCT's result) as Turtle with our prefixes, or as N-Triples."""
+    items = [pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o in triples]
+    if turtle:
+        return pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.TURTLE, prefixes=PREFIXES) or b""
+    return pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.N_TRIPLES) or b""
+
+
+def write_quads(quads: Iterable[QuadTerms], fmt: str, output: IO[bytes]) -> None:
+    """Stream ``quads`` to ``output`` in an :data:`EXPORT_FORMATS` format."""
+    rdf_format = EXPORT_FORMATS[fmt]
+    items: Iterable[Any]
+    if rdf_format.supports_datasets:
+        items = (pyoxigraph.Quad(node(s), node(p), node(o), node(g)) for s, p, o, g in quads)
+    else:
+        items = (pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o, _ in quads)
+    pyoxigraph.serialize(items, output, rdf_format, prefixes=PREFIXES)

@@ -1,0 +1,64 @@
+"""SPARQL query results (``otel-prov query``): a table for people, the standard SPARQL 1.1 JSON and
+CSV result formats for programs; a CONSTRUCT's triples as Turtle (table) or N-Triples."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from ..stores.base import BNODE, IRI, QueryResult, Term
+from .rdf import graph_text
+from .text import table_lines, visible
+
+RESULT_FORMATS = ("table", "json", "csv")
+
+
+def render_result(result: QueryResult, fmt: str) -> str | bytes:
+    if result.kind == "ask":
+        if fmt == "json":
+            return json.dumps({"head": {}, "boolean": result.boolean}) + "\n"
+        return f"{str(result.boolean).lower()}\n"
+    if result.kind == "graph":
+        return graph_text(result.triples, turtle=fmt == "table")
+    if fmt == "json":
+        return _json(result)
+    if fmt == "csv":
+        return _csv(result)
+    rows = [[" ".join(row[name].value.split()) if name in row else "" for name in result.variables]
+            for row in result.rows]
+    lines = table_lines(result.variables, rows)
+    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return visible("\n".join(lines) + "\n")
+
+
+def _binding(term: Term) -> dict[str, Any]:
+    if term.kind == IRI:
+        return {"type": "uri", "value": term.value}
+    if term.kind == BNODE:
+        return {"type": "bnode", "value": term.value}
+    out: dict[str, Any] = {"type": "literal", "value": term.value}
+    if term.language is not None:
+        out["xml:lang"] = term.language
+    elif term.datatype is not None:
+        out["datatype"] = term.datatype
+    return out
+
+
+def _json(result: QueryResult) -> str:
+    """SPARQL 1.1 Query Results JSON Format."""
+    bindings = [{name: _binding(term) for name, term in row.items()} for row in result.rows]
+    document = {"head": {"vars": result.variables}, "results": {"bindings": bindings}}
+    return json.dumps(document, ensure_ascii=False) + "\n"
+
+
+def _csv(result: QueryResult) -> str:
+    """SPARQL 1.1 Query Results CSV Format (CRLF line ends, blank nodes as ``_:label``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(result.variables)
+    for row in result.rows:
+        writer.writerow(["" if name not in row else f"_:{row[name].value}" if row[name].kind == BNODE
+                         else row[name].value for name in result.variables])
+    return out.getvalue()

@@ -1,0 +1,220 @@
+"""SVG: a picture of one trace's provenance graph, drawn here in Python (a simple layered layout), so
+that a picture needs nothing beyond the package.  (The same graph as Graphviz text: :mod:`.dot`.)
+
+PROV's conventional shapes and colours: activities are blue rectangles, entities yellow ellipses,
+agents orange "houses".  Arrows point from the newer node to the one it was derived from, generated
+by, used or associated with, as in the PROV documents; the Question is at the top.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+from ..read.graph import GraphNode, ProvGraph
+
+FILL = {"entity": "#FFFC87", "activity": "#9FB1FC", "agent": "#FED37F"}
+STROKE = {"entity": "#808080", "activity": "#0000FF", "agent": "#000000"}
+
+_FONT = "Helvetica, Arial, sans-serif"
+_CHAR_W = 6.8  # average advance of a 12px sans-serif character
+_LINE_H = 15
+_WRAP = 34
+_DETAIL_LINES = 2
+_ROW_GAP = 46
+_COL_GAP = 28
+_MARGIN = 20
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold (a thought or question may carry them): drawn as U+FFFD."""
+
+
+def _xml(text: str) -> str:
+    return escape(_NOT_XML.sub("\ufffd", text))
+
+
+def node_lines(node: GraphNode) -> list[str]:
+    detail = textwrap.wrap(" ".join(node.detail.split()), _WRAP) if node.detail else []
+    if len(detail) > _DETAIL_LINES:
+        detail = detail[:_DETAIL_LINES]
+        detail[-1] = detail[-1][: _WRAP - 3].rstrip() + "..."
+    return [node.title, *detail]
+
+
+# -- layout ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Box:
+    node: GraphNode
+    lines: list[str]
+    w: float
+    h: float
+    rank: int = 0
+    x: float = 0.0  # centre
+    y: float = 0.0  # top
+
+
+def _box(node: GraphNode) -> _Box:
+    lines = node_lines(node)
+    text_w = max(len(line) for line in lines) * _CHAR_W
+    text_h = len(lines) * _LINE_H
+    if node.shape == "entity":
+        return _Box(node, lines, text_w * 1.22 + 24, text_h * 1.35 + 14)
+    if node.shape == "agent":
+        return _Box(node, lines, text_w + 28, text_h + 30)
+    return _Box(node, lines, text_w + 24, text_h + 16)
+
+
+def _ranks(graph: ProvGraph, boxes: dict[str, _Box]) -> None:
+    """Longest path to a root along the links (older nodes higher); an agent sits on the row of
+    the first activity associated with it."""
+    targets: dict[str, list[str]] = {iri: [] for iri in boxes}
+    for s, o, relation in graph.links:
+        if relation != "wasAssociatedWith":
+            targets[s].append(o)
+    memo: dict[str, int] = {}
+
+    def rank(iri: str, stack: frozenset[str]) -> int:
+        if iri not in memo:
+            above = [rank(o, stack | {iri}) for o in targets[iri] if o not in stack]
+            memo[iri] = 1 + max(above) if above else 0
+        return memo[iri]
+
+    for iri, box in boxes.items():
+        box.rank = rank(iri, frozenset())
+    for iri, box in boxes.items():
+        if box.node.shape == "agent":
+            rows = [boxes[s].rank for s, o, r in graph.links if o == iri and r == "wasAssociatedWith"]
+            box.rank = min(rows) if rows else 0
+
+
+def _barycentre(box: _Box, boxes: dict[str, _Box], targets: dict[str, list[str]]) -> float:
+    """The mean x of the nodes (on rows above) this one points to: where it would like to be."""
+    placed = [boxes[o].x for o in targets[box.node.iri] if boxes[o].rank < box.rank]
+    return sum(placed) / len(placed) if placed else 0.0
+
+
+def _place(graph: ProvGraph, boxes: dict[str, _Box]) -> tuple[float, float]:
+    rows: dict[int, list[_Box]] = {}
+    for box in boxes.values():
+        rows.setdefault(box.rank, []).append(box)
+    targets: dict[str, list[str]] = {iri: [] for iri in boxes}
+    for s, o, _ in graph.links:
+        targets[s].append(o)
+    y = float(_MARGIN)
+    for r in sorted(rows):
+        row = rows[r]
+
+        wanted = {b.node.iri: _barycentre(b, boxes, targets) for b in row}
+        row.sort(key=lambda b: (b.node.shape == "agent", wanted[b.node.iri], b.node.iri))
+        right = float("-inf")
+        for box in row:
+            x = max(wanted[box.node.iri], right + _COL_GAP + box.w / 2)
+            box.x, right = x, x + box.w / 2
+        height = max(b.h for b in row)
+        for box in row:
+            box.y = y + (height - box.h) / 2
+        y += height + _ROW_GAP
+    left = min(b.x - b.w / 2 for b in boxes.values())
+    for box in boxes.values():
+        box.x += _MARGIN - left
+    width = max(b.x + b.w / 2 for b in boxes.values()) + _MARGIN
+    return width, y - _ROW_GAP + _MARGIN
+
+
+# -- SVG ------------------------------------------------------------------------------------------
+
+
+def _shape(box: _Box) -> str:
+    kind = box.node.shape
+    style = f'fill="{FILL[kind]}" stroke="{STROKE[kind]}" stroke-width="1.2"'
+    x0, y0, x1, y1 = box.x - box.w / 2, box.y, box.x + box.w / 2, box.y + box.h
+    if kind == "entity":
+        return f'<ellipse cx="{box.x:.1f}" cy="{box.y + box.h / 2:.1f}" rx="{box.w / 2:.1f}" ' \
+               f'ry="{box.h / 2:.1f}" {style}/>'
+    if kind == "agent":
+        roof = 14
+        points = [(x0, y0 + roof), (box.x, y0), (x1, y0 + roof), (x1, y1), (x0, y1)]
+        return f'<polygon points="{" ".join(f"{px:.1f},{py:.1f}" for px, py in points)}" {style}/>'
+    return f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" {style}/>'
+
+
+def _text(box: _Box) -> str:
+    top = box.y + box.h / 2 - len(box.lines) * _LINE_H / 2 + 11
+    if box.node.shape == "agent":
+        top += 6
+    spans = []
+    for i, line in enumerate(box.lines):
+        weight = ' font-weight="bold"' if i == 0 else ""
+        spans.append(f'<text x="{box.x:.1f}" y="{top + i * _LINE_H:.1f}" text-anchor="middle"{weight}>'
+                     f"{_xml(line)}</text>")
+    return "".join(spans)
+
+
+def _arrow(s: _Box, o: _Box, relation: str) -> str:
+    """From the top of the newer node ``s`` to the bottom of ``o`` (or side by side on one row)."""
+    if o.rank < s.rank:
+        x1, y1, x2, y2 = s.x, s.y, o.x, o.y + o.h
+        mid = (y1 + y2) / 2
+        path = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2 + 2:.1f}"
+    else:
+        side = 1 if o.x > s.x else -1
+        x1, y1 = s.x + side * s.w / 2, s.y + s.h / 2
+        x2, y2 = o.x - side * o.w / 2, o.y + o.h / 2
+        path = f"M{x1:.1f},{y1:.1f} L{x2 - side * 2:.1f},{y2:.1f}"
+    lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+    if o.rank < s.rank and abs(x1 - x2) > 1:  # a curve: label it near its lower end
+        t, mid = 0.25, (y1 + y2) / 2
+        a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+        lx, ly = (a + b) * x1 + (c + d) * x2, a * y1 + (b + c) * mid + d * y2
+    return (f'<path d="{path}" fill="none" stroke="#555" stroke-width="1.1" marker-end="url(#arrow)"/>'
+            f'<text x="{lx + 4:.1f}" y="{ly:.1f}" class="rel">{_xml(relation)}</text>')
+
+
+def _legend(y: float, shapes: set[str]) -> tuple[str, float]:
+    items = [(k, label) for k, label in (("activity", "Activity"), ("entity", "Entity"), ("agent", "Agent"))
+             if k in shapes]
+    parts, x = [], float(_MARGIN)
+    for kind, label in items:
+        box = _Box(GraphNode("", kind, "", ""), [label], 70, 26 if kind != "agent" else 34)
+        box.x, box.y = x + 35, y
+        parts.append(_shape(box))
+        parts.append(f'<text x="{box.x:.1f}" y="{y + box.h / 2 + (8 if kind == "agent" else 4):.1f}" '
+                     f'text-anchor="middle">{label}</text>')
+        x += 86
+    return "".join(parts), y + 40
+
+
+def to_svg(graph: ProvGraph, title: str = "") -> str:
+    """A standalone SVG document of the graph (no external tool involved)."""
+    boxes = {n.iri: _box(n) for n in graph.nodes}
+    head = 30 if title else 0
+    if boxes:
+        _ranks(graph, boxes)
+        width, height = _place(graph, boxes)
+    else:
+        width, height = 300.0, 2.0 * _MARGIN
+    for box in boxes.values():
+        box.y += head
+    legend, bottom = _legend(height + head, {n.shape for n in graph.nodes})
+    width = max(width, 300.0, len(title) * 8.2 + 2 * _MARGIN)
+    body = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{bottom:.0f}" '
+        f'viewBox="0 0 {width:.0f} {bottom:.0f}" font-family="{_FONT}" font-size="12">',
+        "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
+        "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/>"
+        "</marker><style>.rel{font-size:9px;fill:#666}</style></defs>",
+        f'<rect width="{width:.0f}" height="{bottom:.0f}" fill="white"/>',
+    ]
+    if title:
+        body.append(f'<text x="{_MARGIN}" y="{_MARGIN + 4}" font-size="14" font-weight="bold">'
+                    f"{_xml(title)}</text>")
+    for s, o, relation in graph.links:
+        body.append(_arrow(boxes[s], boxes[o], relation))
+    for box in boxes.values():
+        body.append(f"<g><title>{_xml(box.node.iri)}</title>{_shape(box)}{_text(box)}</g>")
+    body.append(legend)
+    body.append("</svg>")
+    return "\n".join(body) + "\n"

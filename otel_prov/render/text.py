@@ -1,0 +1,198 @@
+"""Text: the session table of ``otel-prov list`` and one trace as ``otel-prov show`` prints it
+(TrustGraph's layout, with thoughts, unknown steps, sub-traces and the status shown).  Every text a
+model or a tool wrote is passed through :func:`visible` before it reaches a terminal."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from ..read.graph import step_title
+from ..read.model import (
+    AGENT,
+    COMPLETE,
+    DOC_RAG,
+    FAILED,
+    SelectedEdge,
+    SessionRow,
+    Trace,
+    TraceStep,
+    local_name,
+)
+from .links import jaeger_link
+
+QUESTION_WIDTH = 45
+"""The list's Question column is cut to this many characters (as TrustGraph's)."""
+EMPTY = "No explainability sessions found."
+_HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime"}
+_SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
+             "observation": "Observation"}
+
+
+# -- list -----------------------------------------------------------------------------------------
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Text safe to print on a terminal: control characters other than newline and tab (an ESC
+    sequence in a model's output, say) are shown as ``\\x1b``-style escapes, not executed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def session_table(rows: Sequence[SessionRow]) -> str:
+    """``Session ID | Type | Question | Time``; an unfinished or failed session is marked in the
+    Type column (``Agent (unfinished)``)."""
+    if not rows:
+        return EMPTY + "\n"
+    header = ("Session ID", "Type", "Question", "Time")
+    body = [(r.id, r.type if r.status == COMPLETE else f"{r.type} ({r.status})",
+             _cut(r.question, QUESTION_WIDTH), r.time or "") for r in rows]
+    return visible("\n".join(table_lines(header, body)) + "\n")
+
+
+def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns separated by `` | ``, padded to their widest cell, a rule under the header."""
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in [list(header), *rows]]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return lines
+
+
+# -- show: text -----------------------------------------------------------------------------------
+
+
+def _indent(text: str, prefix: str) -> list[str]:
+    return [prefix + line if line else prefix.rstrip() for line in text.splitlines() or [""]]
+
+
+def _field(name: str, value: str, indent: str = "  ") -> list[str]:
+    lines = value.splitlines() or [""]
+    if len(lines) == 1:
+        return [f"{indent}{name}: {lines[0]}"]
+    return [f"{indent}{name}:", *_indent(value, indent + "  ")]
+
+
+def _pretty_json(text: str) -> str | None:
+    try:
+        return json.dumps(json.loads(text), indent=4, ensure_ascii=False)
+    except ValueError:
+        return None
+
+
+def _term(value: str) -> str:
+    return local_name(value) if value.startswith(("http://", "https://", "urn:")) else json.dumps(value)
+
+
+def _edge_text(index: int, edge: SelectedEdge) -> list[str]:
+    what = f"({', '.join(_term(v) for v in edge.edge)})" if edge.edge else f"(no edge recorded on {edge.iri})"
+    lines = [f"  {index}. {what}"]
+    if edge.reasoning:
+        lines.append(f"     Reasoning: {edge.reasoning}")
+    return lines
+
+
+def _analysis(step: TraceStep) -> list[str]:
+    lines = []
+    for name, label in _SHOWN_AS.items():
+        value = step.value(name)
+        if value is None:
+            if name == "action":
+                lines.append(f"  Action: {'(none: this cycle answered)' if step.value('thought') else 'N/A'}")
+            continue
+        if name == "arguments":
+            pretty = _pretty_json(value)
+            if pretty is not None:
+                lines.append("  Arguments:")
+                lines += _indent(pretty, "    ")
+                continue
+        lines += _field(label, value)
+    return lines
+
+
+def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -> list[str]:
+    title = {"Focus": "Focus (Edge Selection)"}.get(step.kind, step_title(step))
+    lines = [f"--- {title} ---"]
+    if step.kind == "Analysis":
+        lines += _analysis(step)
+    elif step.kind == "Exploration":
+        if step.value("chunkCount") is not None or trace.type == DOC_RAG:
+            chunks = step.values.get("selectedChunk", [])
+            lines.append(f"Retrieved {step.value('chunkCount') or len(chunks)} chunks from document store")
+            if chunks:
+                lines.append(f"  Chunks: {', '.join(chunks)}")
+        else:
+            lines.append(f"Retrieved {step.value('edgeCount') or 0} edges from knowledge graph")
+    elif step.kind == "Focus":
+        lines.append(f"Selected {len(step.edges)} edges:")
+        for i, edge in enumerate(step.edges, 1):
+            lines.append("")
+            lines += _edge_text(i, edge)
+    elif step.kind in ("Conclusion", "Synthesis"):
+        answer = step.value("answer") if step.kind == "Conclusion" else step.value("content")
+        lines += ["Answer:", *_indent(answer or "(empty)", "  ")]
+    else:  # a step this viewer does not know: show what it has
+        shown = {k: v for k, v in step.values.items() if k not in _HIDDEN}
+        lines.append(f"  Node: {step.iri}")
+        for name, values in sorted(shown.items()):
+            for value in values:
+                lines += _field(name, value)
+    if step.error:
+        lines.append(f"  Error: {step.error}")
+    for sub in step.subtraces:
+        lines.append(f"  Sub-trace ({sub.type}, derived from this step):")
+        lines += _indent("\n".join(trace_lines(sub, jaeger, depth + 1)), "    ")
+    lines.append("")
+    return lines
+
+
+def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list[str]:
+    """The text of ``otel-prov show``, as lines."""
+    lines = [f"=== {trace.type} Session: {trace.id} ===", ""]
+    lines += _field("Question", trace.question, "")
+    if trace.time:
+        lines.append(f"Time: {trace.time}")
+    if trace.trace_id:
+        lines.append(f"Trace ID: {trace.trace_id}")
+        link = jaeger_link(jaeger, trace.trace_id)
+        if link and depth == 0:
+            lines.append(f"Jaeger: {link}")
+    if trace.collection and depth == 0:
+        lines.append(f"Collection: {trace.collection}")
+    if trace.derived_from:
+        lines.append(f"Derived from: {trace.derived_from}")
+    for error in trace.errors:
+        lines.append(f"Error: {error}")
+    lines.append("")
+    for step in trace.steps:
+        lines += _step_lines(step, trace, jaeger, depth)
+    for sub in trace.subtraces:
+        lines.append(f"--- Sub-trace ({sub.type}) ---")
+        lines += _indent("\n".join(trace_lines(sub, jaeger, depth + 1)), "  ")
+        lines.append("")
+    if not trace.steps:
+        lines += ["No trace steps recorded", ""]
+    end = "Conclusion" if trace.type == AGENT else "Synthesis"
+    if not trace.finished and trace.status == FAILED:
+        lines += ["--- Unfinished ---", f"No {end} recorded: the session stopped with an error (see above).",
+                  ""]
+    elif not trace.finished:
+        lines += ["--- Unfinished ---",
+                  f"No {end} recorded: the session is still running, or it stopped before answering.", ""]
+    elif trace.status == FAILED:
+        lines += ["--- Error ---", "A step recorded an error (see above).", ""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def trace_text(trace: Trace, jaeger: str | None = None) -> str:
+    return visible("\n".join(trace_lines(trace, jaeger)) + "\n")

@@ -1,0 +1,147 @@
+"""The gRPC transport of ``otel-prov serve``: ``TraceService/Export`` and ``grpc.health.v1.Health/Check``.
+
+Requests are deserialised here, not by grpcio, so that an undecodable one is answered
+INVALID_ARGUMENT (grpcio's own deserialisation failure is INTERNAL).  Refusals under load are
+UNAVAILABLE with ``google.rpc.RetryInfo`` in both trailers the OTLP clients read:
+``grpc-status-details-bin`` (the Collector) and ``google.rpc.retryinfo-bin`` (the Python exporter).
+grpcio's ``maximum_concurrent_rpcs`` is deliberately not used: its RESOURCE_EXHAUSTED carries no
+RetryInfo, and the Collector drops such data as a permanent error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ..settings import ServeSettings
+from .receiver import MAX_MESSAGE_BYTES, Answer, Outcome, Receiver
+from .rpc_status import UNAVAILABLE, retry_info, status
+
+logger = logging.getLogger(__name__)
+
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+HEALTH_SERVICE = "grpc.health.v1.Health"
+STATUS_DETAILS_TRAILER = "grpc-status-details-bin"
+RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"
+
+# grpc.health.v1.HealthCheckResponse{status: SERVING | NOT_SERVING}: field 1, varint.
+_HEALTH_SERVING = b"\x08\x01"
+_HEALTH_NOT_SERVING = b"\x08\x02"
+
+_EXTRA_WORKERS = 16
+"""Threads beyond the in-flight bound, so that refusals are answered at once under load."""
+
+
+def retry_trailers(outcome: Outcome) -> list[tuple[str, bytes]]:
+    """Both trailers that carry ``google.rpc.RetryInfo`` for an UNAVAILABLE answer."""
+    details = status(UNAVAILABLE, outcome.message, outcome.retry_after)
+    return [
+        (STATUS_DETAILS_TRAILER, details.SerializeToString()),
+        (RETRY_INFO_TRAILER, retry_info(outcome.retry_after).SerializeToString()),
+    ]
+
+
+class _Handlers:
+    def __init__(self, receiver: Receiver) -> None:
+        self._receiver = receiver
+
+    def export(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        receiver = self._receiver
+        if not receiver.begin():
+            self._abort(context, receiver.draining_outcome())
+        try:
+            header = _metadata(context, "authorization")
+            if not receiver.authorized(header):
+                self._abort(context, receiver.refuse_unauthenticated(header is not None))
+            request = ExportTraceServiceRequest()
+            try:
+                request.ParseFromString(data)
+            except DecodeError as exc:
+                self._abort(context, receiver.refuse_invalid("undecodable protobuf", str(exc)))
+            remaining = context.time_remaining()
+            deadline = time.monotonic() + remaining if remaining is not None else None
+            outcome = receiver.ingest(request, deadline)
+            if outcome.answer is not Answer.OK:
+                self._abort(context, outcome)
+            response = ExportTraceServiceResponse()
+            if outcome.rejected_spans:
+                response.partial_success.CopyFrom(ExportTracePartialSuccess(
+                    rejected_spans=outcome.rejected_spans, error_message=outcome.message))
+            return bytes(response.SerializeToString())
+        finally:
+            receiver.end()
+
+    @staticmethod
+    def _abort(context: grpc.ServicerContext, outcome: Outcome) -> None:
+        if outcome.answer is Answer.UNAVAILABLE:
+            context.set_trailing_metadata(retry_trailers(outcome))
+            context.abort(grpc.StatusCode.UNAVAILABLE, outcome.message)
+        elif outcome.answer is Answer.UNAUTHENTICATED:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, outcome.message)
+        else:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, outcome.message)
+
+    def health(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        return _HEALTH_SERVING if self._receiver.healthy() else _HEALTH_NOT_SERVING
+
+
+def _metadata(context: grpc.ServicerContext, key: str) -> str | None:
+    for k, v in context.invocation_metadata():
+        if k == key:
+            return v if isinstance(v, str) else v.decode("utf-8", "replace")
+    return None
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+class GrpcTransport:
+    def __init__(self, receiver: Receiver, settings: ServeSettings) -> None:
+        handlers = _Handlers(receiver)
+        trace = grpc.method_handlers_generic_handler(TRACE_SERVICE, {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                handlers.export, request_deserializer=_identity, response_serializer=_identity),
+        })
+        health = grpc.method_handlers_generic_handler(HEALTH_SERVICE, {
+            "Check": grpc.unary_unary_rpc_method_handler(
+                handlers.health, request_deserializer=_identity, response_serializer=_identity),
+        })
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ]
+        self._executor = futures.ThreadPoolExecutor(
+            max_workers=settings.max_inflight + _EXTRA_WORKERS, thread_name_prefix="otel-prov-grpc")
+        self._server = grpc.server(self._executor, handlers=[trace, health], options=options)
+        address = settings.address(settings.grpc_port)
+        try:
+            if settings.tls_cert and settings.tls_key:
+                credentials = grpc.ssl_server_credentials(
+                    [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())])
+                self.port = self._server.add_secure_port(address, credentials)
+            else:
+                self.port = self._server.add_insecure_port(address)
+        except RuntimeError as exc:  # grpcio's "failed to bind"
+            self._executor.shutdown(wait=False)
+            raise OSError(f"cannot listen for gRPC on {address} ({exc}); is the port in use?") from None
+        if not self.port:
+            self._executor.shutdown(wait=False)
+            raise OSError(f"cannot listen for gRPC on {address}; is the port in use?")
+        self._server.start()
+        logger.info("otel-prov serve: gRPC on %s:%d", settings.host, self.port)
+
+    def stop(self, grace: float) -> None:
+        self._server.stop(grace).wait(grace + 1)
+        self._executor.shutdown(wait=False)

@@ -1,0 +1,324 @@
+"""``otel-prov serve``: an OTLP trace receiver that writes the explainability graph.
+
+Transport-independent core.  :class:`Receiver` hands a decoded ``ExportTraceServiceRequest`` to the
+same ingest pipeline as the SDK exporter (:class:`~otel_prov.ingest.pipeline.IngestPipeline`), and
+answers only once its quads are committed to the store, so a client's retry covers every failure
+before the commit.  Back-pressure is a bounded number of
+requests in flight (and a bound on bytes not yet written): past it, and while the store is failing,
+requests are refused as retryable (``UNAVAILABLE`` / HTTP 503) with a retry delay.
+
+The transports (:mod:`.grpc_transport`, :mod:`.http_transport`) are started around one receiver by
+:class:`~.server.Server`.  Settings: :class:`otel_prov.settings.ServeSettings`.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ..ingest.pipeline import IngestPipeline
+from ..ingest.problems import ProblemLog
+from ..mapping.spans import records_from_otlp
+from ..settings import DEFAULT_ACK_TIMEOUT, DEFAULT_MAX_INFLIGHT, DEFAULT_MAX_PENDING_BYTES
+from ..stores import WriteStore
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest request accepted (after decompression), as the OTLP specification recommends."""
+
+RETRY_BUSY_SECONDS = 1.0
+"""Retry delay suggested when the in-flight bound is reached."""
+RETRY_STORE_SECONDS = 5.0
+"""Retry delay suggested while the store is failing."""
+RETRY_DRAINING_SECONDS = 5.0
+_STORE_FAILING_GRACE = 0.5
+"""A waiting request answers UNAVAILABLE once the store has been failing this long (seconds)."""
+
+CLOSE_TIMEOUT = 120.0
+"""Seconds to wait at shutdown for the writer to store what is queued (a hung store must not hang
+the process forever)."""
+
+# -- outcomes -------------------------------------------------------------------------------------
+
+
+class Answer(enum.Enum):
+    OK = "ok"
+    INVALID = "invalid"            # gRPC INVALID_ARGUMENT, HTTP 400: never retry
+    UNAVAILABLE = "unavailable"    # gRPC UNAVAILABLE + RetryInfo, HTTP 503 + Retry-After: retry
+    UNAUTHENTICATED = "unauthenticated"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    answer: Answer
+    message: str = ""
+    rejected_spans: int = 0
+    retry_after: float = 0.0
+
+    @property
+    def retry_after_seconds(self) -> int:
+        """Whole seconds for HTTP ``Retry-After``."""
+        return max(1, math.ceil(self.retry_after))
+
+
+def _unavailable(message: str, delay: float) -> Outcome:
+    return Outcome(Answer.UNAVAILABLE, message, retry_after=delay)
+
+
+@dataclass
+class ReceiverStats:
+    requests: int = 0
+    acknowledged_requests: int = 0
+    spans_acknowledged: int = 0
+    spans_rejected: int = 0
+    quads_submitted: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "acknowledged_requests": self.acknowledged_requests,
+            "spans_acknowledged": self.spans_acknowledged,
+            "spans_rejected": self.spans_rejected,
+            "quads_submitted": self.quads_submitted,
+            "refused": dict(self.refused),
+        }
+
+
+# -- the receiver ---------------------------------------------------------------------------------
+
+
+class Receiver:
+    """Thread-safe; one per server.  Owns the writer (and closes the store with :meth:`close`)."""
+
+    def __init__(
+        self,
+        store: WriteStore,
+        profile: str,
+        *,
+        token: str | None = None,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        ack_timeout: float = DEFAULT_ACK_TIMEOUT,
+        rescue_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self._token = token.encode("utf-8") if token else None
+        self._max_inflight = max_inflight
+        self._max_pending_bytes = max_pending_bytes
+        self._ack_timeout = ack_timeout
+        self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir)
+        self._writer = self._pipeline.writer
+        self.problems = ProblemLog(logger, "otel-prov serve")
+        self.stats = ReceiverStats()
+        self._cv = threading.Condition()
+        self._inflight = 0
+        self._active = 0
+        self._draining = False
+        self._closed = False
+
+    # -- authentication ---------------------------------------------------------------------------
+
+    def authorized(self, header: str | None) -> bool:
+        """Whether an ``authorization`` header value is acceptable (always, without a token)."""
+        if self._token is None:
+            return True
+        if not header:
+            return False
+        scheme, _, value = header.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(value.strip().encode("utf-8"), self._token)
+
+    def refuse_unauthenticated(self, has_header: bool) -> Outcome:
+        kind = "wrong bearer token" if has_header else "no bearer token"
+        self._refused(f"request refused: {kind}")
+        return Outcome(Answer.UNAUTHENTICATED, "a valid 'authorization: Bearer <token>' header is required")
+
+    def refuse_invalid(self, kind: str, detail: str) -> Outcome:
+        """An undecodable request (never retried by the client)."""
+        self._refused(f"request refused: {kind}")
+        return Outcome(Answer.INVALID, f"{kind}: {detail}")
+
+    def _refused(self, kind: str) -> None:
+        with self._cv:
+            self.stats.requests += 1
+            self.stats.refused[kind] += 1
+        self.problems.report([kind])
+
+    # -- the request lifecycle --------------------------------------------------------------------
+
+    def begin(self) -> bool:
+        """A transport starts handling a request; False while draining (answer UNAVAILABLE)."""
+        with self._cv:
+            if self._draining:
+                return False
+            self._active += 1
+            return True
+
+    def end(self) -> None:
+        with self._cv:
+            self._active -= 1
+            self._cv.notify_all()
+
+    def draining_outcome(self) -> Outcome:
+        self._refused("request refused: shutting down")
+        return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
+
+    def ingest(self, request: ExportTraceServiceRequest, deadline: float | None = None) -> Outcome:
+        """Map and store one request; returns after its quads are committed, or with a refusal.
+
+        ``deadline`` (``time.monotonic()`` seconds) shortens the wait for the commit (a client's
+        gRPC deadline); the default is the receiver's ack timeout.
+        """
+        refusal = self._admit()
+        if refusal is not None:
+            return refusal
+        try:
+            return self._ingest(request, deadline)
+        except Exception:
+            self.problems.exception("unexpected error while ingesting (see the first traceback)")
+            return _unavailable("internal error in the receiver; retry", RETRY_STORE_SECONDS)
+        finally:
+            with self._cv:
+                self._inflight -= 1
+                self._cv.notify_all()
+
+    def _admit(self) -> Outcome | None:
+        writer = self._writer
+        with self._cv:
+            self.stats.requests += 1
+            if self._closed:
+                kind = "shutting down"
+                outcome = _unavailable("the receiver is closed", RETRY_DRAINING_SECONDS)
+            elif writer.consecutive_failures:
+                kind = "store failing"
+                outcome = _unavailable(f"the store is failing ({writer.last_error}); retry later",
+                                       RETRY_STORE_SECONDS)
+            elif self._inflight >= self._max_inflight or writer.pending_bytes > self._max_pending_bytes:
+                kind = "too many requests in flight"
+                outcome = _unavailable("too many requests in flight; retry", RETRY_BUSY_SECONDS)
+            else:
+                self._inflight += 1
+                return None
+            self.stats.refused[f"request refused: {kind}"] += 1
+        self.problems.report([f"request refused: {kind}"])
+        return outcome
+
+    def _ingest(self, request: ExportTraceServiceRequest, deadline: float | None) -> Outcome:
+        records, rejected = records_from_otlp(request.resource_spans)
+        invalid_ids = len(rejected)
+        submitted = self._pipeline.submit(records)
+        seq, update = submitted.seq, submitted.update
+        # A span the mapping raised on is rejected (a retry would fail the same way); the others
+        # are stored.
+        for rec, error in update.failed:
+            rejected.append(f"span {rec.name!r} could not be mapped ({error})")
+        if update.failed:
+            failed_ids = {id(rec) for rec, _ in update.failed}
+            records = [rec for rec in records if id(rec) not in failed_ids]
+        problems = list(update.problems)
+        problems += ["span the mapping failed on (rejected)"] * len(update.failed)
+        added = len(update.add)
+        if invalid_ids:
+            problems.append("spans rejected: invalid trace or span id")
+        if problems:
+            self.problems.report(problems)
+        failure = self._await(seq, deadline)
+        if failure is not None:
+            return failure
+        with self._cv:
+            self.stats.acknowledged_requests += 1
+            self.stats.spans_acknowledged += len(records)
+            self.stats.spans_rejected += len(rejected)
+            self.stats.quads_submitted += added
+        if rejected:
+            message = f"{len(rejected)} span(s) rejected: {rejected[0]}"
+            if len(rejected) > 1:
+                message += f" (and {len(rejected) - 1} more)"
+            return Outcome(Answer.OK, message, rejected_spans=len(rejected))
+        return Outcome(Answer.OK)
+
+    def _await(self, seq: int, deadline: float | None) -> Outcome | None:
+        """None once ``seq`` is committed; an UNAVAILABLE outcome if the store fails or is too slow."""
+        start = time.monotonic()
+        limit = start + self._ack_timeout
+        if deadline is not None:
+            limit = min(limit, deadline)
+        failing_since: float | None = None
+        while True:
+            before = time.monotonic()
+            if self._writer.wait(seq, timeout=0.05):
+                if self._closed:  # the drain timed out: a closing writer may have rescued, not stored
+                    self._refused_inflight("closed before the commit was confirmed")
+                    return _unavailable("the receiver closed; retry", RETRY_DRAINING_SECONDS)
+                return None
+            now = time.monotonic()
+            if now - before < 0.04:  # wait() returned at once: the writer thread is gone
+                self._refused_inflight("writer stopped")
+                return _unavailable("the receiver's writer has stopped; retry", RETRY_STORE_SECONDS)
+            if self._writer.consecutive_failures:
+                failing_since = failing_since or now
+                if now - failing_since >= _STORE_FAILING_GRACE:
+                    self._refused_inflight("store failing")
+                    return _unavailable(f"the store is failing ({self._writer.last_error}); retry later",
+                                        RETRY_STORE_SECONDS)
+            else:
+                failing_since = None
+            if now >= limit:
+                self._refused_inflight("store too slow (ack timeout)")
+                return _unavailable("the store did not commit in time; retry", RETRY_BUSY_SECONDS)
+
+    def _refused_inflight(self, kind: str) -> None:
+        """A request admitted but answered UNAVAILABLE (its quads may still be written later;
+        the client's retry is idempotent)."""
+        with self._cv:
+            self.stats.refused[f"request not acknowledged: {kind}"] += 1
+        self.problems.report([f"request not acknowledged: {kind}"])
+
+    # -- health and shutdown ----------------------------------------------------------------------
+
+    def healthy(self) -> bool:
+        return not self._draining and not self._closed and not self._writer.consecutive_failures
+
+    def health(self) -> dict[str, Any]:
+        status = "ok" if self.healthy() else ("draining" if self._draining else "store failing")
+        with self._cv:
+            info: dict[str, Any] = {"status": status, "in_flight": self._inflight}
+            info.update(self.stats.as_dict())
+        info["store_failures"] = self._writer.failures
+        info["quads_written"] = self._writer.written_quads
+        info["problems"] = dict(self.problems.counts)
+        return info
+
+    def drain(self, timeout: float) -> bool:
+        """Refuse new requests and wait until those in flight are answered."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            self._draining = True
+            while self._active > 0 or self._inflight > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cv.wait(remaining)
+        return True
+
+    def close(self) -> bool:
+        """Store what is queued and release the store.  Returns whether everything was stored."""
+        with self._cv:
+            if self._closed:
+                return True
+            self._closed = True
+            self._draining = True
+        return self._pipeline.close(CLOSE_TIMEOUT)

@@ -1,0 +1,69 @@
+"""``otel-prov serve``'s server: the gRPC and HTTP transports around one :class:`~.receiver.Receiver`."""
+
+from __future__ import annotations
+
+import logging
+
+from ..settings import ServeSettings
+from ..stores import open_for_writing
+from .grpc_transport import GrpcTransport
+from .http_transport import HttpTransport
+from .receiver import Receiver
+
+logger = logging.getLogger(__name__)
+
+
+def open_receiver(settings: ServeSettings) -> Receiver:
+    return Receiver(
+        open_for_writing(settings.store),
+        settings.profile,
+        token=settings.token,
+        max_inflight=settings.max_inflight,
+        max_pending_bytes=settings.max_pending_bytes,
+        ack_timeout=settings.ack_timeout,
+        rescue_dir=settings.store.rescue_dir,
+    )
+
+
+class Server:
+    """Starts the gRPC and HTTP transports of ``settings`` around one :class:`Receiver`."""
+
+    def __init__(self, settings: ServeSettings, receiver: Receiver | None = None) -> None:
+        self.settings = settings
+        self.receiver = receiver or open_receiver(settings)
+        self.grpc: GrpcTransport | None = None
+        self.http: HttpTransport | None = None
+        self._stopped = False
+        try:
+            if settings.grpc_port is not None:
+                self.grpc = GrpcTransport(self.receiver, settings)
+            if settings.http_port is not None:
+                self.http = HttpTransport(self.receiver, settings)
+        except BaseException:
+            self.stop(0)
+            raise
+
+    @property
+    def grpc_address(self) -> str | None:
+        return self.settings.address(self.grpc.port) if self.grpc else None
+
+    @property
+    def http_address(self) -> str | None:
+        return self.settings.address(self.http.port) if self.http else None
+
+    def stop(self, drain_timeout: float | None = None) -> bool:
+        """Drain in-flight requests, stop both transports, store what is queued, release the store.
+        Returns whether every in-flight request was answered and everything was stored."""
+        if self._stopped:
+            return True
+        self._stopped = True
+        timeout = self.settings.drain_timeout if drain_timeout is None else drain_timeout
+        drained = self.receiver.drain(timeout)
+        if self.grpc is not None:
+            self.grpc.stop(grace=1.0)
+        if self.http is not None:
+            self.http.stop()
+        if not drained:
+            logger.error("otel-prov serve: requests still in flight after %.1f s of draining", timeout)
+        stored = self.receiver.close()
+        return drained and stored

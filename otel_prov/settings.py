@@ -1,0 +1,234 @@
+"""Every option of otel-prov, in one place: its environment variable, its flag, its default, and how
+its text is read.
+
+One precedence rule for all of them: an explicit value (a keyword argument of the Python API, or a
+command-line flag) > the option's environment variable > the default.  An empty variable counts as
+unset.  A bad value is a :class:`~otel_prov.errors.ConfigError` that names where it came from (the
+flag, the argument or the variable) and what would do.  :data:`ENV_VARS` lists every variable (the
+tests clear them all).  The table in README.md ("Configuration") and docs/collector.md are the
+documentation of these options.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+
+from .errors import ConfigError
+from .model.profiles import PROFILES, SEED, check_profile
+from .stores import StoreSpec, default_store, parse_store
+
+T = TypeVar("T")
+
+OFF = "off"
+"""A port set to this turns that transport off."""
+
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    """One option: ``env`` is its variable, ``flag`` its command-line flag (``None``: no flag),
+    ``parse`` reads its text (raising :class:`ValueError` with the reason), ``default`` is its
+    value when nothing is given (a callable is called each time)."""
+
+    env: str
+    flag: str | None
+    parse: Callable[[str], T]
+    default: T | Callable[[], T]
+
+    @property
+    def argument(self) -> str:
+        """The keyword argument of the Python API that gives this option."""
+        return (self.flag or self.env.removeprefix("OTEL_PROV_").lower()).lstrip("-").replace("-", "_")
+
+    def get(self, given: Any = None, *, via: str = "argument") -> T:
+        """The option's value: ``given`` (``None`` = not given) from a keyword argument (``via``
+        ``"argument"``) or a flag (``via="flag"``), else the environment variable, else the default."""
+        if given is not None:
+            if not isinstance(given, (str, int, float, os.PathLike)) or isinstance(given, bool):
+                return cast(T, given)  # already a value (a StoreSpec, ...)
+            text = os.fspath(given) if isinstance(given, os.PathLike) else str(given)
+            where = f"{self.flag} {text!r}" if via == "flag" and self.flag else f"{self.argument}={text!r}"
+            return self._parse(text, where)
+        text = os.environ.get(self.env, "").strip()
+        if text:
+            return self._parse(text, f"{self.env}={text!r}")
+        return self.default() if callable(self.default) else self.default
+
+    def _parse(self, text: str, where: str) -> T:
+        try:
+            return self.parse(text)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+# -- readers ----------------------------------------------------------------------------------------
+
+
+def _text(value: str) -> str:
+    return value.strip()
+
+
+def _profile(value: str) -> str:
+    value = value.strip().lower()
+    try:
+        return check_profile(value)
+    except ValueError:
+        raise ValueError(f"unknown profile {value!r}: expected one of {', '.join(PROFILES)}") from None
+
+
+def _store(value: str) -> StoreSpec:
+    return parse_store(value)
+
+
+def _port(value: str) -> int | None:
+    text = str(value).strip()
+    if text.lower() == OFF:
+        return None
+    try:
+        port = int(text)
+    except ValueError:
+        raise ValueError(f"expected a port number 0-65535 or '{OFF}'") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"expected a port 0-65535 (0 = any free port) or '{OFF}'")
+    return port
+
+
+def _at_least(minimum: float, kind: Callable[[str], float], what: str) -> Callable[[str], Any]:
+    """A reader of numbers (``kind``: ``float`` or ``int``) that are at least ``minimum``."""
+
+    def read(value: str) -> Any:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise ValueError(f"expected {what}") from None
+        if not number >= minimum:
+            raise ValueError(f"expected {what} >= {minimum:g}")
+        return number
+
+    return read
+
+
+def _number(minimum: float) -> Callable[[str], float]:
+    return _at_least(minimum, float, "a number")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    return _at_least(minimum, int, "a whole number")
+
+
+def _path(value: str) -> Path:
+    return Path(os.path.expanduser(value.strip()))
+
+
+# -- the options ------------------------------------------------------------------------------------
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_GRPC_PORT = 4317
+DEFAULT_HTTP_PORT = 4318
+DEFAULT_MAX_INFLIGHT = 64
+DEFAULT_ACK_TIMEOUT = 30.0
+DEFAULT_DRAIN_TIMEOUT = 30.0
+
+# The variable, the flag (None: none), how its text is read, the default.
+STORE: Option[StoreSpec] = Option("OTEL_PROV_STORE", "--store", _store, default_store)
+PROFILE: Option[str] = Option("OTEL_PROV_PROFILE", "--profile", _profile, SEED)
+COLLECTION: Option[str | None] = Option("OTEL_PROV_COLLECTION", "--collection", _text, None)
+JAEGER_URL: Option[str | None] = Option("OTEL_PROV_JAEGER_URL", "--jaeger-url", _text, None)
+SERVE_HOST: Option[str] = Option("OTEL_PROV_SERVE_HOST", "--host", _text, DEFAULT_HOST)
+SERVE_GRPC_PORT: Option[int | None] = Option(
+    "OTEL_PROV_SERVE_GRPC_PORT", "--grpc-port", _port, DEFAULT_GRPC_PORT)
+SERVE_HTTP_PORT: Option[int | None] = Option(
+    "OTEL_PROV_SERVE_HTTP_PORT", "--http-port", _port, DEFAULT_HTTP_PORT)
+SERVE_TOKEN: Option[str | None] = Option("OTEL_PROV_SERVE_TOKEN", "--token", _text, None)
+SERVE_TLS_CERT: Option[Path | None] = Option("OTEL_PROV_SERVE_TLS_CERT", "--tls-cert", _path, None)
+SERVE_TLS_KEY: Option[Path | None] = Option("OTEL_PROV_SERVE_TLS_KEY", "--tls-key", _path, None)
+SERVE_MAX_INFLIGHT: Option[int] = Option(
+    "OTEL_PROV_SERVE_MAX_INFLIGHT", "--max-inflight", _count(1), DEFAULT_MAX_INFLIGHT)
+SERVE_ACK_TIMEOUT: Option[float] = Option(
+    "OTEL_PROV_SERVE_ACK_TIMEOUT", "--ack-timeout", _number(0.1), DEFAULT_ACK_TIMEOUT)
+SERVE_DRAIN_TIMEOUT: Option[float] = Option(
+    "OTEL_PROV_SERVE_DRAIN_TIMEOUT", "--drain-timeout", _number(0), DEFAULT_DRAIN_TIMEOUT)
+EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _text, None)
+"""The examples' agent asks this model of an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``) instead of following its offline policy."""
+
+OPTIONS: tuple[Option[Any], ...] = (
+    STORE, PROFILE, COLLECTION, JAEGER_URL,
+    SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
+    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, EXAMPLE_MODEL,
+)
+ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
+"""Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
+
+ENV_STORE = STORE.env
+ENV_PROFILE = PROFILE.env
+ENV_COLLECTION = COLLECTION.env
+ENV_JAEGER_URL = JAEGER_URL.env
+
+
+# -- otel-prov serve --------------------------------------------------------------------------------
+
+DEFAULT_MAX_PENDING_BYTES = 128 * 1024 * 1024
+"""Past this many N-Quads bytes not yet written, serve refuses new requests (retryable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """Everything ``otel-prov serve`` needs; a port of ``None`` turns that transport off, 0 picks a
+    free one."""
+
+    store: StoreSpec
+    profile: str
+    host: str = DEFAULT_HOST
+    grpc_port: int | None = DEFAULT_GRPC_PORT
+    http_port: int | None = DEFAULT_HTTP_PORT
+    token: str | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES
+    ack_timeout: float = DEFAULT_ACK_TIMEOUT
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+
+    def address(self, port: int | None) -> str:
+        """``host:port`` (an IPv6 host in brackets)."""
+        host = self.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"{host}:{port}"
+
+
+def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = None, host: Any = None,
+                   grpc_port: Any = None, http_port: Any = None, token: Any = None, tls_cert: Any = None,
+                   tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
+                   drain_timeout: Any = None) -> ServeSettings:
+    """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
+    keyword arguments or flags) over its environment variable over its default."""
+    cert = SERVE_TLS_CERT.get(tls_cert, via=via)
+    key = SERVE_TLS_KEY.get(tls_key, via=via)
+    if bool(cert) != bool(key):
+        raise ConfigError(f"TLS needs both a certificate and a key ({SERVE_TLS_CERT.flag}/"
+                          f"{SERVE_TLS_CERT.env} and {SERVE_TLS_KEY.flag}/{SERVE_TLS_KEY.env}); "
+                          "only one was given")
+    for path in (cert, key):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"TLS file {str(path)!r} does not exist")
+    settings = ServeSettings(
+        store=STORE.get(store, via=via),
+        profile=PROFILE.get(profile, via=via),
+        host=SERVE_HOST.get(host, via=via),
+        grpc_port=SERVE_GRPC_PORT.get(grpc_port, via=via),
+        http_port=SERVE_HTTP_PORT.get(http_port, via=via),
+        token=SERVE_TOKEN.get(token, via=via),
+        tls_cert=cert,
+        tls_key=key,
+        max_inflight=SERVE_MAX_INFLIGHT.get(max_inflight, via=via),
+        ack_timeout=SERVE_ACK_TIMEOUT.get(ack_timeout, via=via),
+        drain_timeout=SERVE_DRAIN_TIMEOUT.get(drain_timeout, via=via),
+    )
+    if settings.grpc_port is None and settings.http_port is None:
+        raise ConfigError("both transports are off: give a gRPC or an HTTP port")
+    return settings

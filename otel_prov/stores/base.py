@@ -1,0 +1,126 @@
+"""What a store is: where quads go (:class:`WriteStore`), where traces are read from
+(:class:`ReadStore`), and how one is named (:class:`StoreSpec`).
+
+Writes are N-Quads text made by the mapping (:mod:`otel_prov.model.quads`), and removals are quads,
+applied in the order given.  Reads are SPARQL over the explainability graph, with results as plain
+data (:class:`Term`, :class:`QueryResult`), so the read model, the renderers and the CLI never see
+a backend's own types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import rdflib
+
+from ..model.quads import Quad
+
+IRI, LITERAL, BNODE = "iri", "literal", "bnode"
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """An RDF term read back from a store."""
+
+    kind: str
+    """:data:`IRI`, :data:`LITERAL` or :data:`BNODE`."""
+    value: str
+    """The IRI, the literal's lexical form, or the blank node's label."""
+    datatype: str | None = None
+    """A literal's datatype IRI (None for a plain string or a language-tagged literal)."""
+    language: str | None = None
+
+    @property
+    def is_iri(self) -> bool:
+        return self.kind == IRI
+
+    def __str__(self) -> str:
+        return self.value
+
+
+Row = dict[str, Term]
+"""One solution of a SELECT query: variable name -> value (unbound variables are absent)."""
+Triple = tuple[Term, Term, Term]
+QuadTerms = tuple[Term, Term, Term, Term]
+
+
+@dataclass
+class QueryResult:
+    """The result of any SPARQL query: SELECT (``variables`` and ``rows``), ASK (``boolean``) or
+    CONSTRUCT / DESCRIBE (``triples``)."""
+
+    kind: str
+    """``select``, ``ask`` or ``graph``."""
+    variables: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    boolean: bool = False
+    triples: list[Triple] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSpec:
+    """Where a store is: ``scheme`` names its backend (:mod:`otel_prov.stores`); ``path`` is an
+    on-disk location, ``location`` the text after the scheme."""
+
+    scheme: str
+    path: Path | None = None
+    location: str = ""
+
+    @property
+    def in_memory(self) -> bool:
+        """A store that lives and dies with the process that opened it."""
+        return self.scheme == "memory"
+
+    @property
+    def rescue_dir(self) -> Path | None:
+        """Where data that cannot be written at close is saved (next to an on-disk store)."""
+        return self.path.parent if self.path is not None else None
+
+    def __str__(self) -> str:
+        if self.path is not None:
+            return f"{self.scheme}:{self.path}"
+        return f"{self.scheme}:{self.location}"
+
+
+class WriteStore(Protocol):
+    """A store the ingest pipeline writes to (from one thread at a time: the writer's)."""
+
+    def add(self, data: bytes, count: int) -> None:
+        """Store ``count`` quads given as N-Quads text made by the mapping (valid and escaped)."""
+        ...
+
+    def remove(self, quads: Sequence[Quad]) -> None: ...
+
+    def close(self) -> None:
+        """Make what was written durable as the backend promises, and release the store."""
+        ...
+
+
+class ReadStore(Protocol):
+    """A store traces are read from.  Our prefixes (``tg:``, ``prov:``, ...) are predeclared."""
+
+    def select(self, sparql: str) -> list[Row]: ...
+
+    def ask(self, sparql: str) -> bool: ...
+
+    def run_query(self, sparql: str) -> QueryResult:
+        """A user's query (any form), the default graph being the union of all graphs."""
+        ...
+
+    def quads(self, graph: str | None = None) -> Iterator[QuadTerms]:
+        """Every quad (of ``graph`` when given)."""
+        ...
+
+    def count(self, graph: str | None = None) -> int: ...
+
+    def dump(self, fmt: str) -> bytes:
+        """Everything as ``nquads`` or ``trig`` (the explainability graph alone as ``turtle`` or
+        ``ntriples``)."""
+        ...
+
+    def to_dataset(self) -> rdflib.Dataset: ...
+
+    def close(self) -> None: ...

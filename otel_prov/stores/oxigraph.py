@@ -1,0 +1,270 @@
+"""The embedded store: Oxigraph, on disk (RocksDB; ``oxigraph:PATH`` or a bare path, the default) or in
+memory (``memory:``).  Writes are N-Quads; reads are SPARQL, converted to plain data
+(:mod:`otel_prov.stores.base`)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph
+import rdflib
+
+from ..errors import StoreError, StoreNotFound
+from ..model.quads import Quad, dataset_from_nquads, delete_data
+from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
+from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Row, StoreSpec, Term
+
+# Below this many quads a transactional ``load`` is cheaper than ``bulk_load`` (which writes new
+# files on every call, ~13 ms); above it ``bulk_load`` is several times faster.
+BULK_THRESHOLD = 2000
+SIDE_BY_SIDE_PART_BYTES = 256 * 1024
+""":meth:`OxigraphStore.add_side_by_side` splits a write into parts of at least this size."""
+MAX_SIDE_BY_SIDE = 4
+
+
+_FORMATS = {
+    "nquads": pyoxigraph.RdfFormat.N_QUADS,
+    "trig": pyoxigraph.RdfFormat.TRIG,
+    "turtle": pyoxigraph.RdfFormat.TURTLE,
+    "ntriples": pyoxigraph.RdfFormat.N_TRIPLES,
+}
+
+
+class OxigraphStore:
+    """Oxigraph, on disk (RocksDB, persistent) when ``path`` is given, else in memory."""
+
+    def __init__(self, path: Path | None, *, read_only: bool = False) -> None:
+        self.path = path
+        self._store: pyoxigraph.Store | None
+        self._store, self.snapshot = _open_oxigraph(path, read_only)
+        """``snapshot``: opened read-only because another process holds the store (it sees the
+        store as it was when opened, and cannot be written or flushed)."""
+
+    @property
+    def inner(self) -> pyoxigraph.Store:
+        if self._store is None:
+            raise StoreError(f"store {self.path or 'memory:'} is closed")
+        return self._store
+
+    def add(self, data: bytes, count: int) -> None:
+        """Store N-Quads made by our term builders (``_terms``: every IRI and literal already
+        valid and escaped), so they are parsed leniently -- about 20% faster.  ``bulk_load``
+        (not atomic; retrying it is harmless, quads are a set) above :data:`BULK_THRESHOLD`
+        quads, a transactional ``load`` below.  Both release the GIL while they parse and write."""
+        if count >= BULK_THRESHOLD:
+            self.inner.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+        else:
+            self.inner.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+
+    def add_side_by_side(self, data: bytes, count: int) -> None:
+        """Like :meth:`add`, for a write someone is waiting for (the writer is closing): on disk, a
+        large write is split at line ends into one part per CPU (at most :data:`MAX_SIDE_BY_SIDE`),
+        bulk-loaded at the same time.  One ``bulk_load`` runs mostly on one core; two parts take
+        about half as long on two cores.  (While spans are still being mapped the other core is
+        busy, so :meth:`add` does not split; the in-memory store gains nothing from it.)"""
+        parts = 1
+        if self.path is not None and count >= BULK_THRESHOLD:
+            parts = min(MAX_SIDE_BY_SIDE, os.cpu_count() or 1, len(data) // SIDE_BY_SIDE_PART_BYTES)
+        if parts <= 1:
+            self.add(data, count)
+        else:
+            _bulk_load_side_by_side(self.inner, _split_lines(data, parts))
+
+    def remove(self, quads: Sequence[Quad]) -> None:
+        if quads:
+            self.inner.update(delete_data(quads))
+
+    def query(self, sparql: str) -> Any:
+        """A query with pyoxigraph's own results (this backend only; readers use :meth:`select`)."""
+        return self.inner.query(sparql)
+
+    # -- the read protocol (:class:`~otel_prov.stores.base.ReadStore`) ----------------------------
+
+    def select(self, sparql: str) -> list[Row]:
+        results = self.inner.query(sparql, prefixes=PREFIXES)
+        if not isinstance(results, pyoxigraph.QuerySolutions):
+            raise ValueError("not a SELECT query")
+        names = [v.value for v in results.variables]
+        return [{n: term(sol[n]) for n in names if sol[n] is not None} for sol in results]
+
+    def ask(self, sparql: str) -> bool:
+        return bool(self.inner.query(sparql, prefixes=PREFIXES))
+
+    def run_query(self, sparql: str) -> QueryResult:
+        """Raises :class:`SyntaxError` on a syntax error, :class:`StoreError` when evaluation fails."""
+        try:
+            result = self.inner.query(sparql, prefixes=PREFIXES, use_default_graph_as_union=True)
+            if isinstance(result, pyoxigraph.QueryBoolean):
+                return QueryResult("ask", boolean=bool(result))
+            if isinstance(result, pyoxigraph.QueryTriples):
+                return QueryResult("graph", triples=[(term(t.subject), term(t.predicate), term(t.object))
+                                                     for t in result])
+            names = [v.value for v in result.variables]
+            rows = [{n: term(sol[n]) for n in names if sol[n] is not None} for sol in result]
+            return QueryResult("select", variables=names, rows=rows)
+        except (OSError, RuntimeError, ValueError) as exc:  # evaluation: SERVICE, LOAD, ...
+            raise StoreError(f"the query failed: {exc}") from exc
+
+    def quads(self, graph: str | None = None) -> Iterator[QuadTerms]:
+        name = pyoxigraph.NamedNode(graph) if graph is not None else None
+        for q in self.inner.quads_for_pattern(None, None, None, name):
+            yield term(q.subject), term(q.predicate), term(q.object), term(q.graph_name)
+
+    def count(self, graph: str | None = None) -> int:
+        where = f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph is not None else "GRAPH ?g { ?s ?p ?o }"
+        return int(self.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ {where} }}")[0]["n"].value)
+
+    def dump(self, fmt: str) -> bytes:
+        rdf_format = _FORMATS[fmt]
+        if rdf_format in (pyoxigraph.RdfFormat.TURTLE, pyoxigraph.RdfFormat.N_TRIPLES):
+            out = self.inner.dump(format=rdf_format, from_graph=pyoxigraph.NamedNode(GRAPH_RETRIEVAL))
+        else:
+            out = self.inner.dump(format=rdf_format)
+        return out or b""
+
+    def to_dataset(self) -> rdflib.Dataset:
+        return dataset_from_nquads(self.dump("nquads"))
+
+    def flush(self) -> None:
+        if self._store is not None and self.path is not None and not self.snapshot:
+            self._store.flush()
+
+    def close(self) -> None:
+        """Flush and release the store (its lock is free for another process on return)."""
+        if self._store is None:
+            return
+        try:
+            self.flush()
+        finally:
+            store, self._store = self._store, None
+            # RocksDB releases its lock when the last reference goes: at once when ours is the
+            # only one (a full collection costs ~60 ms with a big heap), else maybe via a cycle.
+            shared = self.path is not None and sys.getrefcount(store) > 2
+            del store
+            if shared:
+                gc.collect()
+
+
+def _split_lines(data: bytes, parts: int) -> list[bytes]:
+    """``data`` in ``parts`` pieces of about equal size, each cut after a newline (N-Quads: one
+    quad per line; a newline inside a literal is escaped)."""
+    pieces: list[bytes] = []
+    start = 0
+    for i in range(1, parts):
+        cut = data.find(b"\n", max(start, len(data) * i // parts)) + 1
+        if cut <= 0:
+            break
+        pieces.append(data[start:cut])
+        start = cut
+    pieces.append(data[start:])
+    return [p for p in pieces if p]
+
+
+def _bulk_load_side_by_side(store: pyoxigraph.Store, parts: list[bytes]) -> None:
+    """Bulk-load ``parts`` into ``store`` at the same time (this thread loads the first); the
+    first error is raised once all have finished (the writer then retries the whole write:
+    quads are a set, loading one twice is harmless)."""
+    errors: list[BaseException] = []
+
+    def load(part: bytes) -> None:
+        try:
+            store.bulk_load(input=part, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+        except BaseException as exc:  # handed to the calling thread
+            errors.append(exc)
+
+    helpers = [threading.Thread(target=load, args=(part,), name="otel-prov-bulk-load", daemon=True)
+               for part in parts[1:]]
+    for helper in helpers:
+        helper.start()
+    load(parts[0])
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+
+
+class _Locked(StoreError):
+    """Another process holds the on-disk store (RocksDB's lock)."""
+
+
+def _rocksdb(path: Path, *, snapshot: bool = False) -> pyoxigraph.Store:
+    """The on-disk store at ``path`` (a read-only snapshot when ``snapshot``); every failure is a
+    :class:`StoreError` naming the path (RocksDB reports corruption as ``RuntimeError``)."""
+    try:
+        return pyoxigraph.Store.read_only(str(path)) if snapshot else pyoxigraph.Store(str(path))
+    except (OSError, RuntimeError) as exc:
+        if not snapshot and "lock" in str(exc).lower():
+            raise _Locked(str(exc)) from exc
+        raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+
+
+def _open_oxigraph(path: Path | None, read_only: bool) -> tuple[pyoxigraph.Store, bool]:
+    """The store, and whether it is a read-only snapshot."""
+    if path is None:
+        return pyoxigraph.Store(), False
+    if read_only:
+        if not (path / "CURRENT").exists():
+            raise StoreNotFound(
+                f"no store at {path} (nothing has been exported there yet; check --store or "
+                f"OTEL_PROV_STORE)"
+            )
+        try:
+            return _rocksdb(path), False
+        except _Locked:  # held by a running exporter or server: read a snapshot
+            return _rocksdb(path, snapshot=True), True
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store directory {path}: {exc.strerror or exc}; choose a writable "
+            f"location with store='oxigraph:PATH' or OTEL_PROV_STORE"
+        ) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"the store directory {path} is not writable; choose a writable location with "
+            f"store='oxigraph:PATH' or OTEL_PROV_STORE"
+        )
+    try:
+        return _rocksdb(path), False
+    except _Locked as exc:
+        raise StoreError(
+            f"the store at {path} is in use by another process (one writer at a time); stop it, "
+            f"or give this process its own store (OTEL_PROV_STORE), or send spans to "
+            f"'otel-prov serve'"
+        ) from exc
+
+def term(value: Any) -> Term:
+    """A pyoxigraph term as a :class:`~otel_prov.stores.base.Term`."""
+    if isinstance(value, pyoxigraph.NamedNode):
+        return Term(IRI, value.value)
+    if isinstance(value, pyoxigraph.Literal):
+        datatype = value.datatype.value
+        plain = value.language is not None or datatype == _XSD_STRING
+        return Term(LITERAL, value.value, None if plain else datatype, value.language)
+    if isinstance(value, pyoxigraph.BlankNode):
+        return Term(BNODE, value.value)
+    if isinstance(value, pyoxigraph.DefaultGraph):
+        return Term(IRI, "")
+    raise ValueError(f"unexpected pyoxigraph term: {value!r}")
+
+
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+
+
+# -- the backend ----------------------------------------------------------------------------------
+
+
+def open_for_writing(spec: StoreSpec) -> OxigraphStore:
+    """Open (an on-disk store is created if missing)."""
+    return OxigraphStore(spec.path)
+
+
+def open_for_reading(spec: StoreSpec) -> OxigraphStore:
+    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created."""
+    return OxigraphStore(spec.path, read_only=True)
