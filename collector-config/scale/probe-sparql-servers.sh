@@ -56,6 +56,8 @@ NQ=$(sort -u "$DATA" | wc -l)
 printf 'n. of distinct quads in %s: %s\n' "$DATA" "$NQ"
 printf 'a b c .\n<urn:x> <urn:y> "unterminated <urn:g> .\n' >"$WORK/bad.nq"
 printf '<urn:probe:s> <urn:probe:p> "turtle" .\n' >"$WORK/g.ttl"
+# 100 quads that are not in DATA, in graph <urn:probe:other>
+awk 'NR <= 100 { print "<urn:probe:o" NR "> <urn:probe:p> \"" NR "\" <urn:probe:other> ." }' "$DATA" >"$WORK/other.nq"
 printf '<urn:probe:s> <urn:probe:p> "ntriples" .\n' >"$WORK/g.nt"
 
 # req SERVER METHOD URL [CONTENT_TYPE [BODY_FILE]] [-- curl args]: prints the status line
@@ -75,6 +77,10 @@ count() {
 	curl -s -H 'Accept: text/csv' "$@" --data-urlencode \
 		'query=SELECT (COUNT(*) AS ?n) WHERE { { GRAPH ?g { ?s ?p ?o } } UNION { ?s ?p ?o } }' "$url" |
 		tail -n 1 | tr -d '\r'
+}
+count_graph() { # count_graph QUERY_URL GRAPH_IRI
+	curl -s -H 'Accept: text/csv' --data-urlencode \
+		"query=SELECT (COUNT(*) AS ?n) WHERE { GRAPH <$2> { ?s ?p ?o } }" "$1" | tail -n 1 | tr -d '\r'
 }
 wait_http() { # wait_http URL TIMEOUT_S [curl args] -> prints seconds
 	local url=$1 timeout=$2 t0
@@ -109,8 +115,8 @@ probe_common() { # probe_common NAME BASE QUERY UPDATE GSP DATASET_POST_URL
 	req "$n" GET "$gsp?graph=urn:probe:put" "" "" -H 'Accept: application/n-triples'
 	req "$n" DELETE "$gsp?graph=urn:probe:put"
 	req "$n" GET "$gsp?graph=urn:probe:put"
-	req "$n" POST "$gsp?graph=urn:probe:nq" application/n-quads "$DATA"
-	c=$(count "$q"); echo "         count after N-Quads POSTed to a graph: $c (Fuseki says 201 + quadCount but stores nothing)"
+	req "$n" POST "$gsp?graph=urn:probe:nq" application/n-quads "$WORK/other.nq"
+	echo "         N-Quads POSTed to ?graph=urn:probe:nq: $(count_graph "$q" urn:probe:nq) in that graph, $(count_graph "$q" urn:probe:other) in their own graph <urn:probe:other> (of 100)"
 	req "$n" POST "$gsp?default" application/n-triples "$WORK/g.nt"
 	req "$n" GET "$ds" "" "" -H 'Accept: application/n-quads'
 	echo "         (GET of the dataset returned $(grep -c . "$WORK/resp" || true) lines)"
@@ -142,7 +148,8 @@ if [[ -z $ONLY || $ONLY == fuseki ]]; then
 		local name=$1
 		shift
 		mkdir -p "$WORK/$name"
-		java -Xmx1g -jar "$JAR" --localhost --port "$FUSEKI_PORT" --tdb2 --loc "$WORK/$name" "$@" --update /ds \
+		# FUSEKI_BASE: its run area (config.ttl, a default shiro.ini, logs); default ./run in the cwd.
+		FUSEKI_BASE="$WORK/$name-base" java -Xmx1g -jar "$JAR" --localhost --port "$FUSEKI_PORT" --tdb2 --loc "$WORK/$name" "$@" --update /ds \
 			>"$WORK/$name.log" 2>&1 &
 		FPID=$!
 		PIDS+=("$FPID")

@@ -12,6 +12,8 @@
 #
 # Usage: collector-config/scale/run-local.sh [--consumers N] [--sparql none|oxigraph|fuseki]
 #                                            [--no-jaeger] [--run-dir DIR]
+#        collector-config/scale/run-local.sh --stop RUN_DIR
+#          stops what a run left behind (if its script was killed with SIGKILL), from RUN_DIR/pids
 #
 # Binaries: otelcol-prov and jaeger from collector-config/build-binaries.sh (built if missing;
 # OTEL_PROV_BIN_DIR, or OTEL_PROV_OTELCOL_BIN / OTEL_PROV_JAEGER_BIN to use given ones); the Kafka
@@ -53,8 +55,11 @@ N=${SCALE_CONSUMERS:-2}
 SPARQL=${SCALE_SPARQL:-none}
 WITH_JAEGER=1
 RUN_DIR=${SCALE_RUN_DIR:-}
+STOP_DIR=
 
-log() { printf '[run-local %s] %s\n' "$(date +%T)" "$*" >&2; }
+# A closed stderr (e.g. `run-local.sh 2>&1 | tee log` where tee got the same Ctrl-C) must not
+# stop the clean-up half-way: write errors are ignored.
+log() { printf '[run-local %s] %s\n' "$(date +%T)" "$*" >&2 2>/dev/null || true; }
 die() {
 	printf '[run-local] ERROR: %s\n' "$*" >&2
 	exit 1
@@ -73,6 +78,10 @@ while (($#)); do
 	--no-jaeger) WITH_JAEGER=0 ;;
 	--run-dir)
 		RUN_DIR=${2:?--run-dir needs a directory}
+		shift
+		;;
+	--stop)
+		STOP_DIR=${2:?--stop needs the run directory}
 		shift
 		;;
 	-h | --help)
@@ -108,6 +117,112 @@ BROKERS=$HOST:$KAFKA_PORT
 if ((N > KAFKA_PARTITIONS)); then
 	log "warning: $N consumers but $KAFKA_PARTITIONS partitions: $((N - KAFKA_PARTITIONS)) consumer(s) will idle"
 fi
+
+# ---- process handling ----------------------------------------------------------------------------
+# Every component runs in its own session (setsid), so a Ctrl-C reaches only this script, which then
+# stops them in order.
+declare -a STARTED=()
+declare -A T_START=()
+start() { # start NAME LOGFILE CMD...; extra environment via `env` in CMD
+	local name=$1 logf=$2
+	shift 2
+	setsid "$@" >"$logf" 2>&1 </dev/null &
+	echo $! >"$RUN_DIR/pids/$name.pid"
+	STARTED+=("$name")
+	T_START[$name]=$(date +%s.%N)
+}
+# pid_of NAME: its pid, only while that process is still the one started here (its command line
+# names this run's directory or these config files), so a stale pid file never hits another process.
+pid_of() {
+	local p
+	p=$(cat "$RUN_DIR/pids/$1.pid" 2>/dev/null) && [[ -n $p ]] || return 1
+	if [[ -r /proc/$p/cmdline ]]; then
+		tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF -e "$RUN_DIR" -e "$SCRIPT_DIR" || return 1
+	fi
+	printf '%s\n' "$p"
+}
+alive() {
+	local p
+	p=$(pid_of "$1") && [[ -n $p ]] && kill -0 "$p" 2>/dev/null
+}
+elapsed() { printf '%.1f' "$(echo "$(date +%s.%N) - ${T_START[$1]}" | bc)"; }
+
+# wait_ready NAME TIMEOUT CHECK...: run CHECK until it succeeds; fail if NAME dies or time runs out.
+wait_ready() {
+	local name=$1 timeout=$2 deadline
+	shift 2
+	deadline=$((SECONDS + timeout))
+	until "$@" >/dev/null 2>&1; do
+		alive "$name" || {
+			log "$name exited during startup; last lines of its log:"
+			tail -n 20 "$RUN_DIR/logs/$name.log" >&2 || true
+			return 1
+		}
+		((SECONDS < deadline)) || {
+			log "$name not ready after ${timeout}s; last lines of its log:"
+			tail -n 20 "$RUN_DIR/logs/$name.log" >&2 || true
+			return 1
+		}
+		sleep 0.1
+	done
+	local t
+	t=$(elapsed "$name")
+	echo "$name $t" >>"$RUN_DIR/startup-times.txt"
+	log "$name ready in ${t}s (pid $(pid_of "$name"))"
+}
+log_has() { grep -q -- "$2" "$RUN_DIR/logs/$1.log"; }
+
+stop_one() { # stop_one NAME GRACE_SECONDS: SIGTERM to its process group, SIGKILL after the grace
+	local name=$1 grace=$2 p i
+	p=$(pid_of "$name") || return 0
+	[[ -n $p ]] || return 0
+	kill -0 "$p" 2>/dev/null || return 0
+	kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
+	for ((i = 0; i < grace * 10; i++)); do
+		kill -0 "$p" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	log "$name did not stop in ${grace}s: SIGKILL"
+	kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
+}
+stop_group() { # stop_group GRACE NAME...: SIGTERM all at once, then wait for each
+	local grace=$1 n
+	shift
+	for n in "$@"; do
+		local p
+		p=$(pid_of "$n") || continue
+		kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
+	done
+	for n in "$@"; do stop_one "$n" "$grace"; done
+}
+
+STOPPING=0
+cleanup() {
+	((STOPPING == 0)) || return 0
+	STOPPING=1
+	trap '' INT TERM HUP PIPE
+	set +e
+	[[ -n $RUN_DIR && -d $RUN_DIR/pids ]] || return 0
+	log "stopping (front, consumers + jaeger, serves, sparql, broker)"
+	local consumers=() serves=() f
+	for f in "$RUN_DIR"/pids/consumer-*.pid; do [[ -e $f ]] && consumers+=("$(basename "$f" .pid)"); done
+	for f in "$RUN_DIR"/pids/serve-*.pid; do [[ -e $f ]] && serves+=("$(basename "$f" .pid)"); done
+	stop_one front 20
+	stop_group 20 "${consumers[@]}" jaeger
+	stop_group 40 "${serves[@]}"
+	stop_group 20 oxigraph fuseki
+	stop_one kafka 30
+	log "stopped; run dir kept: $RUN_DIR"
+}
+if [[ -n $STOP_DIR ]]; then
+	RUN_DIR=$(cd -- "$STOP_DIR" && pwd) || die "no such run directory: $STOP_DIR"
+	[[ -d $RUN_DIR/pids ]] || die "$RUN_DIR has no pids/ directory"
+	cleanup
+	exit 0
+fi
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 
 # ---- tools -------------------------------------------------------------------------------------
 command -v java >/dev/null || die "java not found (Java 17+)"
@@ -168,97 +283,6 @@ mkdir -p "$RUN_DIR/pids" "$RUN_DIR/logs"
 RUN_DIR=$(cd -- "$RUN_DIR" && pwd)
 log "run dir: $RUN_DIR (logs in logs/, pids in pids/)"
 
-# ---- process handling ----------------------------------------------------------------------------
-# Every component runs in its own session (setsid), so a Ctrl-C reaches only this script, which then
-# stops them in order.
-declare -a STARTED=()
-declare -A T_START=()
-start() { # start NAME LOGFILE CMD...; extra environment via `env` in CMD
-	local name=$1 logf=$2
-	shift 2
-	setsid "$@" >"$logf" 2>&1 </dev/null &
-	echo $! >"$RUN_DIR/pids/$name.pid"
-	STARTED+=("$name")
-	T_START[$name]=$(date +%s.%N)
-}
-pid_of() { cat "$RUN_DIR/pids/$1.pid" 2>/dev/null; }
-alive() {
-	local p
-	p=$(pid_of "$1") && [[ -n $p ]] && kill -0 "$p" 2>/dev/null
-}
-elapsed() { printf '%.1f' "$(echo "$(date +%s.%N) - ${T_START[$1]}" | bc)"; }
-
-# wait_ready NAME TIMEOUT CHECK...: run CHECK until it succeeds; fail if NAME dies or time runs out.
-wait_ready() {
-	local name=$1 timeout=$2 deadline
-	shift 2
-	deadline=$((SECONDS + timeout))
-	until "$@" >/dev/null 2>&1; do
-		alive "$name" || {
-			log "$name exited during startup; last lines of its log:"
-			tail -n 20 "$RUN_DIR/logs/$name.log" >&2 || true
-			return 1
-		}
-		((SECONDS < deadline)) || {
-			log "$name not ready after ${timeout}s; last lines of its log:"
-			tail -n 20 "$RUN_DIR/logs/$name.log" >&2 || true
-			return 1
-		}
-		sleep 0.1
-	done
-	local t
-	t=$(elapsed "$name")
-	echo "$name $t" >>"$RUN_DIR/startup-times.txt"
-	log "$name ready in ${t}s (pid $(pid_of "$name"))"
-}
-log_has() { grep -q -- "$2" "$RUN_DIR/logs/$1.log"; }
-
-stop_one() { # stop_one NAME GRACE_SECONDS: SIGTERM to its process group, SIGKILL after the grace
-	local name=$1 grace=$2 p i
-	p=$(pid_of "$name") || return 0
-	[[ -n $p ]] || return 0
-	kill -0 "$p" 2>/dev/null || return 0
-	kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
-	for ((i = 0; i < grace * 10; i++)); do
-		kill -0 "$p" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	log "$name did not stop in ${grace}s: SIGKILL"
-	kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
-}
-stop_group() { # stop_group GRACE NAME...: SIGTERM all at once, then wait for each
-	local grace=$1 n
-	shift
-	for n in "$@"; do
-		local p
-		p=$(pid_of "$n") || continue
-		[[ -n $p ]] && kill -TERM -- "-$p" 2>/dev/null || true
-	done
-	for n in "$@"; do stop_one "$n" "$grace"; done
-}
-
-STOPPING=0
-cleanup() {
-	((STOPPING == 0)) || return 0
-	STOPPING=1
-	trap '' INT TERM HUP
-	log "stopping (front, consumers + jaeger, serves, sparql, broker)"
-	local consumers=() serves=() i
-	for ((i = 1; i <= N; i++)); do
-		consumers+=("consumer-$i")
-		serves+=("serve-$i")
-	done
-	stop_one front 20
-	stop_group 20 "${consumers[@]}" jaeger
-	stop_group 40 "${serves[@]}"
-	stop_group 20 oxigraph fuseki
-	stop_one kafka 30
-	log "stopped; run dir kept: $RUN_DIR"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
 # ---- 1. Kafka broker -----------------------------------------------------------------------------
 KAFKA_DATA=$RUN_DIR/kafka-data
 sed -e "s#@KAFKA_HOST@#$HOST#g" -e "s#@KAFKA_PORT@#$KAFKA_PORT#g" \
@@ -293,7 +317,10 @@ oxigraph)
 fuseki)
 	mkdir -p "$RUN_DIR/fuseki-tdb2"
 	# shellcheck disable=SC2086
-	start fuseki "$RUN_DIR/logs/fuseki.log" java $FUSEKI_HEAP_OPTS -jar "$FUSEKI_JAR" --localhost \
+	# FUSEKI_BASE: where Fuseki keeps its run area (config.ttl, a default shiro.ini, logs, backups);
+	# its default is ./run in the CURRENT directory.
+	start fuseki "$RUN_DIR/logs/fuseki.log" env FUSEKI_BASE="$RUN_DIR/fuseki-base" \
+		java $FUSEKI_HEAP_OPTS -jar "$FUSEKI_JAR" --localhost \
 		--port "$FUSEKI_PORT" --tdb2 --loc "$RUN_DIR/fuseki-tdb2" --update /ds
 	wait_ready fuseki 90 curl -fsS "http://$HOST:$FUSEKI_PORT/\$/ping" || exit 1
 	;;
