@@ -197,11 +197,15 @@ stop_group() { # stop_group GRACE NAME...: SIGTERM all at once, then wait for ea
 }
 
 STOPPING=0
+ARMED=0
 cleanup() {
 	((STOPPING == 0)) || return 0
 	STOPPING=1
 	trap '' INT TERM HUP PIPE
 	set +e
+	# Only what this invocation started (or, with --stop, what the given run dir lists): an early
+	# failure (e.g. a port in use because that run dir's components still run) stops nothing.
+	((ARMED)) || return 0
 	[[ -n $RUN_DIR && -d $RUN_DIR/pids ]] || return 0
 	log "stopping (front, consumers + jaeger, serves, sparql, broker)"
 	local consumers=() serves=() f
@@ -217,6 +221,7 @@ cleanup() {
 if [[ -n $STOP_DIR ]]; then
 	RUN_DIR=$(cd -- "$STOP_DIR" && pwd) || die "no such run directory: $STOP_DIR"
 	[[ -d $RUN_DIR/pids ]] || die "$RUN_DIR has no pids/ directory"
+	ARMED=1
 	cleanup
 	exit 0
 fi
@@ -281,6 +286,9 @@ if [[ -z $RUN_DIR ]]; then
 fi
 mkdir -p "$RUN_DIR/pids" "$RUN_DIR/logs"
 RUN_DIR=$(cd -- "$RUN_DIR" && pwd)
+# The ports are free, so nothing of an earlier run in this directory is still serving.
+rm -f -- "$RUN_DIR"/pids/*.pid "$RUN_DIR/startup-times.txt"
+ARMED=1
 log "run dir: $RUN_DIR (logs in logs/, pids in pids/)"
 
 # ---- 1. Kafka broker -----------------------------------------------------------------------------
