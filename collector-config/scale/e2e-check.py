@@ -56,18 +56,20 @@ def build_traces(n: int, seed: int) -> list[tuple[str, list]]:
     tracer = provider.get_tracer("scale-e2e")
     for k in range(n):
         question = f"What is {k} times 7?"
+        user_msg = json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}])
         with tracer.start_as_current_span("invoke_agent calculator", kind=SpanKind.INTERNAL, attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "calculator",
             "gen_ai.conversation.id": f"conv-{seed}-{k}",
-            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
+            "gen_ai.input.messages": user_msg,
         }) as root:
             with tracer.start_as_current_span("chat scripted-model", kind=SpanKind.CLIENT, attributes={
                 "gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted-model",
                 "gen_ai.provider.name": "local",
-                "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
+                "gen_ai.input.messages": user_msg,
                 "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
                     {"type": "reasoning", "content": f"I should multiply {k} by 7."},
-                    {"type": "tool_call", "id": f"call-{k}", "name": "multiply", "arguments": {"a": k, "b": 7}}]}]),
+                    {"type": "tool_call", "id": f"call-{k}", "name": "multiply",
+                     "arguments": {"a": k, "b": 7}}]}]),
                 "gen_ai.usage.input_tokens": 20, "gen_ai.usage.output_tokens": 12,
             }):
                 pass
@@ -202,7 +204,7 @@ def verify(args: argparse.Namespace) -> int:
     while True:
         per_store = {p: store_trace_ids(p) for p in args.store}
         where = Counter()
-        for p, got in per_store.items():
+        for got in per_store.values():
             for t in got & want:
                 where[t] += 1
         missing = [t for t in ids if where[t] == 0]
@@ -223,7 +225,8 @@ def verify(args: argparse.Namespace) -> int:
     # (at-least-once; with one shared store it would be a no-op). --allow-duplicates accepts that.
     ok = not missing and (args.allow_duplicates or not twice)
     if args.jaeger:
-        sample = ids if args.jaeger_sample <= 0 else random.Random(1).sample(ids, min(args.jaeger_sample, len(ids)))
+        n = len(ids) if args.jaeger_sample <= 0 else min(args.jaeger_sample, len(ids))
+        sample = ids if n == len(ids) else random.Random(1).sample(ids, n)
         incomplete = []
         jdeadline = time.monotonic() + args.wait
         pending = list(sample)
