@@ -134,6 +134,34 @@ def build_spans(count: int, seed: int = 7) -> list[ReadableSpan]:
     return spans
 
 
+PARAGRAPH_WORDS = (350, 900)
+"""Characters of a paragraph-long thought or observation."""
+
+
+def build_paragraph_spans(count: int, seed: int = 11) -> list[ReadableSpan]:
+    """At least ``count`` finished spans of agent sessions of exactly 4 steps whose thoughts and
+    observations are each a paragraph (350-900 characters)."""
+    rng = random.Random(seed)
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    while len(memory.get_finished_spans()) < count:
+        with agent_session(_text(rng, 40, 160) + "?", tracer_provider=provider) as session:
+            for _ in range(4):
+                with session.iteration() as step:
+                    step.thought(_text(rng, *PARAGRAPH_WORDS))
+                    tool = rng.choice(_TOOLS)
+                    args = {"query": _text(rng, 10, 80)}
+                    step.call_tool(tool, lambda **kw: _text(rng, *PARAGRAPH_WORDS), args)
+            session.conclude(_text(rng, *PARAGRAPH_WORDS))
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+WORKLOADS = {"repo": build_spans, "paragraphs": build_paragraph_spans}
+
+
 def expected_nquads(spans: Sequence[ReadableSpan]) -> tuple[bytes, int]:
     """The N-Quads the PROV exporter must store for ``spans``, and their number (distinct)."""
     quads = sorted(set(map_spans([from_sdk(s) for s in spans]).quads))
@@ -361,8 +389,10 @@ def _feed(exporter: SpanExporter, spans: Sequence[ReadableSpan], batch: int) -> 
 
 def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
             receiver: Receiver, expected: bytes, expected_count: int,
-            use_tracemalloc: bool) -> dict[str, Any]:
-    store_dir = Path(tempfile.mkdtemp(prefix="store-", dir=workdir))
+            use_tracemalloc: bool, shared_store: Path | None = None) -> dict[str, Any]:
+    """One run.  With ``shared_store`` (several processes at once) the store is not checked or
+    removed here: the caller does it once every process has finished."""
+    store_dir = shared_store or Path(tempfile.mkdtemp(prefix="store-", dir=workdir))
     verify: Callable[[], str | None]
     if kind == OTLP:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -374,7 +404,7 @@ def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
     else:
         exporter = ProvSpanExporter(store=f"oxigraph:{store_dir}" if kind == PROV_DISK else "memory:")
         if kind == PROV_DISK:
-            verify = lambda: _verify_disk(store_dir, expected, expected_count)  # noqa: E731
+            verify = lambda: None  # noqa: E731  (folded and checked after the timing)
         else:
             inner = exporter.store.inner  # type: ignore[attr-defined]  (kept to check (b) afterwards)
             verify = lambda: _verify_store(inner, expected, expected_count)  # noqa: E731
@@ -384,11 +414,13 @@ def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
     _reset_peak_rss()
     rss_before = _status_kib("VmRSS")
     cpu0, receiver_cpu0 = _process_cpu_s(), _receiver_cpu_s(receiver)
+    wall0 = time.time()
     t0 = time.perf_counter()
     failures = _feed(exporter, spans, batch)
     t1 = time.perf_counter()
     exporter.shutdown()
     seconds = time.perf_counter() - t0
+    wall1 = time.time()
     cpu = _process_cpu_s() - cpu0
     receiver_cpu = _receiver_cpu_s(receiver) - receiver_cpu0
     result: dict[str, Any] = {
@@ -400,11 +432,19 @@ def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
         "receiver_cpu_s": receiver_cpu if kind == OTLP else 0.0,
         "rss_peak_mib": max(0, _status_kib("VmHWM") - rss_before) / 1024,
         "export_failures": failures,
+        "wall_start": wall0,
+        "wall_end": wall1,
     }
     if use_tracemalloc:
         result["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-    problem = verify()
+    if shared_store is not None:
+        result["invalid"] = f"{failures} export() calls failed" if failures else None
+        return result
+    if kind == PROV_DISK:  # outside the timing: how long until a reader sees it all
+        result["fold_s"], problem = _fold_and_verify(store_dir, expected, expected_count)
+    else:
+        problem = verify()
     if failures:
         problem = f"{failures} export() calls failed" + (f"; {problem}" if problem else "")
     result["invalid"] = problem
@@ -412,14 +452,75 @@ def measure(kind: str, spans: Sequence[ReadableSpan], batch: int, workdir: Path,
     return result
 
 
-def _verify_disk(path: Path, expected: bytes, count: int) -> str | None:
-    import pyoxigraph
+def _fold_and_verify(path: Path, expected: bytes, count: int) -> tuple[float, str | None]:
+    """Open the store as a reader does (folding what is left of the log into the index), timed;
+    then check it holds exactly the expected quads."""
+    from otel_prov.stores.logstore import open_reader
 
-    store = pyoxigraph.Store(str(path))  # also proves shutdown() released the store
+    t0 = time.perf_counter()
+    store = open_reader(path)
+    fold_s = time.perf_counter() - t0
     try:
-        return _verify_store(store, expected, count)
+        return fold_s, _verify_store(store.inner, expected, count)
     finally:
-        del store
+        store.close()
+
+
+def measure_parallel(kind: str, processes: int, spans: Sequence[ReadableSpan], batch: int,
+                     workdir: Path, receiver: Receiver, expected: bytes, expected_count: int,
+                     timeout: float) -> dict[str, Any]:
+    """``processes`` forked processes export the same spans at the same time (into one shared
+    on-disk store, or to the receiver); aggregate spans/s over the wall time from the first start
+    to the last ``shutdown()``."""
+    store = Path(tempfile.mkdtemp(prefix="store-", dir=workdir))
+    received_before = receiver.spans_received()
+    go_read, go_write = os.pipe()
+
+    def child() -> dict[str, Any]:
+        os.close(go_write)
+        os.read(go_read, 1)  # all start together
+        return measure(kind, spans, batch, workdir, receiver, expected, expected_count, False,
+                       shared_store=store)
+
+    results = run_many(processes, timeout, child, lambda: os.write(go_write, b"g" * processes))
+    os.close(go_read)
+    os.close(go_write)
+    errors = [r["error"] for r in results if "error" in r] + [r["invalid"] for r in results
+                                                             if r.get("invalid")]
+    seconds = max(r["wall_end"] for r in results if "wall_end" in r) - min(
+        r["wall_start"] for r in results if "wall_start" in r) if not errors else float("nan")
+    result: dict[str, Any] = {"seconds": seconds, "spans_per_s": processes * len(spans) / seconds,
+                              "processes": processes, "rss_peak_mib": sum(
+                                  r.get("rss_peak_mib", 0) for r in results)}
+    if not errors and kind == PROV_DISK:
+        result["fold_s"], problem = _fold_and_verify(store, expected, expected_count)
+    elif not errors:
+        problem = _verify_received(receiver, received_before, processes * len(spans))
+    else:
+        problem = "; ".join(str(e) for e in errors[:3])
+    result["invalid"] = problem
+    shutil.rmtree(store, ignore_errors=True)
+    return result
+
+
+def run_many(n: int, timeout: float, func: Callable[[], dict[str, Any]],
+             release: Callable[[], object]) -> list[dict[str, Any]]:
+    """``func()`` in ``n`` forked children at once (``release()`` once all are forked)."""
+    import threading
+
+    results: list[dict[str, Any]] = [{} for _ in range(n)]
+
+    def one(i: int) -> None:
+        results[i] = run_forked(timeout, func)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # every child forked and waiting
+    release()
+    for t in threads:
+        t.join()
+    return results
 
 
 def _verify_store(store: Any, expected: bytes, count: int) -> str | None:
@@ -578,6 +679,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write all figures to this file")
     parser.add_argument("--components", action="store_true",
                         help="also time the parts of the PROV path one by one, on one thread")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="repo",
+                        help="repo: the mixed sessions above; paragraphs: 4-step agent sessions with "
+                             "paragraph-long thoughts and observations (default repo)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="also run (a) and (c) in this many processes at once (default 1: no)")
     parser.add_argument("--python-receiver", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.python_receiver:
@@ -585,9 +691,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     t0 = time.perf_counter()
-    spans = build_spans(args.spans)
+    spans = WORKLOADS[args.workload](args.spans)
     expected, expected_count = expected_nquads(spans)
-    print(f"spans: {len(spans)} built in {time.perf_counter() - t0:.1f} s "
+    print(f"workload: {args.workload}; spans: {len(spans)} built in {time.perf_counter() - t0:.1f} s "
           f"({expected_count} distinct quads expected in the store); batches of {args.batch_size}; "
           f"{args.repeats} timed runs each; {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
     workdir = Path(tempfile.mkdtemp(prefix="otel-prov-bench-"))
@@ -597,7 +703,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {name:58s} {ms:7.1f} ms  {len(spans) / ms * 1000:9,.0f} spans/s")
     receiver = start_receiver(workdir, args.receiver)
     print(f"receiver: {receiver.kind}, 127.0.0.1:{receiver.port}, separate process")
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ORDER}
+    kinds = ORDER + ((f"{PROV_DISK} x{args.processes}", f"{OTLP} x{args.processes}")
+                     if args.processes > 1 else ())
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     memory: dict[str, dict[str, Any]] = {}
     before = OtherLoad(receiver)
     time.sleep(1.0)
@@ -605,10 +713,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = OtherLoad(receiver)
     try:
         for repeat in range(args.repeats):
-            order = ORDER if repeat % 2 == 0 else tuple(reversed(ORDER))
+            order = kinds if repeat % 2 == 0 else tuple(reversed(kinds))
             for kind in order:
-                result = run_forked(args.timeout, lambda kind=kind: measure(
-                    kind, spans, args.batch_size, workdir, receiver, expected, expected_count, False))
+                if " x" in kind:
+                    result = measure_parallel(kind.split()[0], args.processes, spans, args.batch_size,
+                                              workdir, receiver, expected, expected_count, args.timeout)
+                else:
+                    result = run_forked(args.timeout, lambda kind=kind: measure(
+                        kind, spans, args.batch_size, workdir, receiver, expected, expected_count, False))
                 runs[kind].append(result)
                 print(f"  run {repeat + 1} {kind:12s} {_one(result)}", flush=True)
         if not args.no_tracemalloc:
@@ -625,11 +737,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _one(result: dict[str, Any]) -> str:
     if "error" in result:
         return f"ERROR {result['error']}"
+    if "processes" in result:
+        text = (f"{result['spans_per_s']:9,.0f} spans/s aggregate  {result['seconds']:.3f} s  "
+                f"RSS +{result['rss_peak_mib']:.0f} MiB (sum)")
+        if "fold_s" in result:
+            text += f"  then folded in {result['fold_s']:.3f} s"
+        return text + (f"  INVALID: {result['invalid']}" if result.get("invalid") else "")
     text = (f"{result['spans_per_s']:9,.0f} spans/s  {result['seconds']:.3f} s (export() calls "
             f"{result['export_calls_s']:.3f} s + shutdown {result['shutdown_s']:.3f} s)  "
             f"CPU {result['cpu_s']:.3f} s"
             + (f" (+ receiver {result['receiver_cpu_s']:.3f} s)" if result["receiver_cpu_s"] else "")
-            + f"  RSS +{result['rss_peak_mib']:.0f} MiB")
+            + f"  RSS +{result['rss_peak_mib']:.0f} MiB"
+            + (f"  then folded in {result['fold_s']:.3f} s" if "fold_s" in result else ""))
     return text + (f"  INVALID: {result['invalid']}" if result.get("invalid") else "")
 
 
@@ -639,19 +758,29 @@ def report(runs: dict[str, list[dict[str, Any]]], memory: dict[str, dict[str, An
     medians: dict[str, float] = {}
     print(f"\n{'exporter':42s} {'median spans/s':>14s}  {'runs (spans/s)':30s} {'CPU s':>6s} "
           f"{'peak RSS +MiB':>13s} {'tracemalloc MiB':>15s}")
-    for kind in ORDER:
+    for kind in runs:
         good = [r for r in runs[kind] if "error" not in r and not r.get("invalid")]
         ok &= len(good) == len(runs[kind])
         rates = [r["spans_per_s"] for r in good]
         medians[kind] = statistics.median(rates) if rates else float("nan")
         rss = statistics.median([r["rss_peak_mib"] for r in good]) if good else float("nan")
-        cpu = statistics.median([r["cpu_s"] for r in good]) if good else float("nan")
+        cpu = statistics.median([r.get("cpu_s", float("nan")) for r in good]) if good else float("nan")
         traced = memory.get(kind, {}).get("tracemalloc_peak_mib")
-        print(f"{LABELS[kind]:42s} {medians[kind]:14,.0f}  "
+        print(f"{LABELS.get(kind, kind):42s} {medians[kind]:14,.0f}  "
               f"{', '.join(f'{r:,.0f}' for r in rates):30s} {cpu:6.3f} {rss:13.0f} "
               f"{'-' if traced is None else f'{traced:.1f}':>15s}")
-    print(f"\nratio (a)/(c) on-disk PROV vs OTLP: {medians[PROV_DISK] / medians[OTLP]:.2f}")
-    print(f"ratio (b)/(c) in-memory PROV vs OTLP: {medians[PROV_MEMORY] / medians[OTLP]:.2f}")
+    folds = [r["fold_s"] for r in runs[PROV_DISK] if "fold_s" in r]
+    if folds:
+        print(f"\n(a) then readable: a reader folded the rest of the log in {statistics.median(folds):.3f} s "
+              "(median; not in the timing above)")
+    summary = [f"(a)/(c) on-disk PROV vs OTLP {medians[PROV_DISK] / medians[OTLP]:.2f}",
+               f"(b)/(c) in-memory PROV vs OTLP {medians[PROV_MEMORY] / medians[OTLP]:.2f}"]
+    if args.processes > 1:
+        n = args.processes
+        disk_n, otlp_n = medians[f"{PROV_DISK} x{n}"], medians[f"{OTLP} x{n}"]
+        summary += [f"{n} processes: on-disk PROV vs OTLP {disk_n / otlp_n:.2f}",
+                    f"on-disk PROV {n} processes vs 1 {disk_n / medians[PROV_DISK]:.2f}"]
+    print(f"\nsummary ({args.workload}, {count} spans, medians of {args.repeats}): " + "; ".join(summary))
     print(f"receiver: {receiver}")
     print(f"other processes during the runs: {others:.2f} of {os.cpu_count()} CPUs busy"
           + ("  (the machine was shared: figures are noisy)" if others > 0.25 else ""))

@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_prov import spans_to_dataset
 from otel_prov.model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
+from otel_prov.stores.logstore import open_reader
 from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
 from tests.procs import (
@@ -104,7 +105,7 @@ def assert_jaeger_has(jaeger: Jaeger, trace_id: str, spans: Sequence[ReadableSpa
 
 
 def read_store(path: Path) -> OxigraphStore:
-    return OxigraphStore(path, read_only=True)
+    return open_reader(path)  # folds the log into the index, as every reader does
 
 
 def assert_store_has(store: OxigraphStore, spans: Sequence[ReadableSpan], trace_id: str,

@@ -42,9 +42,10 @@ def _run_agent(provider: TracerProvider, question: str = "Capital of France?", *
 
 
 def _count(store_path: Path, sparql: str) -> int:
-    """Counts with a fresh process: proves the data is on disk and the store was released."""
-    code = ("import sys, pyoxigraph; s = pyoxigraph.Store(sys.argv[1]); "
-            "print(len(list(s.query(sys.argv[2]))))")
+    """Counts with a fresh process: proves the data is on disk (in the log, folded by this reader
+    into the index) and the store was released."""
+    code = ("import sys; from pathlib import Path; from otel_prov.stores.logstore import open_reader; "
+            "s = open_reader(Path(sys.argv[1])); print(len(list(s.query(sys.argv[2])))); s.close()")
     out = subprocess.run([sys.executable, "-c", code, str(store_path), sparql],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -101,13 +102,22 @@ def test_shutdown_is_idempotent_and_releases_the_store(tmp_path) -> None:
     assert len(ds) > 0
 
 
-def test_store_in_use_is_a_clear_error(tmp_path) -> None:
-    first = ProvSpanExporter(store=tmp_path / "s")
-    try:
-        with pytest.raises(StoreError, match="in use by another process"):
-            ProvSpanExporter(store=tmp_path / "s")
-    finally:
-        first.shutdown()
+def test_two_exporters_in_one_process_write_one_store(tmp_path) -> None:
+    """Many writers, one store (it used to be 'one writer at a time'): each appends to its own log
+    segment; whichever holds the index folds both."""
+    path = tmp_path / "s"
+    first, second = ProvSpanExporter(store=path), ProvSpanExporter(store=path)
+    providers = []
+    for exporter in (first, second):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        providers.append(provider)
+    iris = {_run_agent(providers[i % 2], f"q{i}") for i in range(6)}
+    for provider in providers:
+        provider.shutdown()
+    rows = load_dataset(f"oxigraph:{path}").query(
+        f"SELECT ?s WHERE {{ GRAPH ?g {{ ?s a <{TG}Question> }} }}")
+    assert {str(r[0]) for r in rows} == iris  # type: ignore[index]
 
 
 def test_unwritable_store_path_is_a_clear_error_at_construction(tmp_path) -> None:
@@ -320,11 +330,13 @@ def test_a_span_the_mapping_raises_on_loses_only_itself(captured, monkeypatch) -
 
 def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monkeypatch) -> None:
     """A store that keeps failing fills the writer's queue; an export() waiting for room must not
-    hold shutdown() forever, and what could not be stored is rescued to a file, not dropped."""
+    hold shutdown() forever, and what could not be stored is rescued to a file, not dropped.  (The
+    in-memory store: an on-disk one appends to its log without a queue, next test.)"""
     from otel_prov.ingest import writer as _writer
 
     monkeypatch.setattr(_writer, "MAX_PENDING_BYTES", 1)
-    exporter = ProvSpanExporter(store=tmp_path / "s")
+    monkeypatch.chdir(tmp_path)  # no directory next to a memory store: the rescue file goes here
+    exporter = ProvSpanExporter(store="memory:")
 
     def failing(data: bytes, count: int) -> None:
         raise OSError("disk full (test)")
@@ -346,6 +358,38 @@ def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monke
     thread.join(10)
     assert not thread.is_alive() and len(results) == 3
     assert list(tmp_path.glob("otel-prov-rescue-*.nq"))
+
+
+def test_a_log_that_cannot_be_written_fails_the_export_and_keeps_nothing_half(tmp_path, monkeypatch,
+                                                                             caplog) -> None:
+    """An append that fails (a full disk) is cut back out of the segment, counted and logged; the
+    export returns FAILURE at once and the application goes on; later appends work again."""
+    from otel_prov.stores import segments
+
+    path = tmp_path / "s"
+    exporter = ProvSpanExporter(store=path)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    kept = _run_agent(provider, "kept")
+    real_write = segments._write_all
+
+    def half_then_fail(fd: int, data: bytes) -> None:
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(28, "No space left on device (test)")
+
+    monkeypatch.setattr(segments, "_write_all", half_then_fail)
+    with caplog.at_level(logging.ERROR):
+        lost = _run_agent(provider, "lost")
+    monkeypatch.setattr(segments, "_write_all", real_write)
+    after = _run_agent(provider, "after")
+    stats = exporter.stats()
+    provider.shutdown()
+    assert stats["store_failures"] > 0
+    assert any("log cannot be written" in k for k in stats["problems"])
+    assert "No space left" in caplog.text
+    questions = {str(r[0]) for r in load_dataset(f"oxigraph:{path}").query(  # type: ignore[index]
+        f"SELECT ?s WHERE {{ GRAPH ?g {{ ?s a <{TG}Question> }} }}")}
+    assert kept in questions and after in questions and lost not in questions
 
 
 def test_a_store_held_by_a_running_exporter_is_read_as_a_snapshot(tmp_path, capsys) -> None:

@@ -51,6 +51,7 @@ from otel_prov.stores import StoreSpec
 from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
 from tests.procs import Proc, start_serve
+from tests.stores import read_back
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MIB = 1024 * 1024
@@ -559,8 +560,8 @@ def test_sigterm_drains_and_exits_cleanly(tmp_path: Path, procs: list[Proc]) -> 
     acked = load.stop()
     assert code == 0, serve.tail()
     assert "stopped" in serve.tail()
-    store = pyoxigraph.Store.read_only(str(serve.store))
-    missing = [i for i in acked for q in _quads(batch[i]) if q not in store]
+    with read_back(serve.store) as store:
+        missing = [i for i in acked for q in _quads(batch[i]) if q not in store]
     assert not missing, f"{len(missing)} acknowledged quads missing"
 
 
@@ -581,10 +582,10 @@ def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path, procs: list
     health = requests.get(f"http://{restarted.http}/health", timeout=5)
     assert health.status_code == 200
     assert restarted.terminate(timeout=30) == 0, restarted.tail()
-    store = pyoxigraph.Store.read_only(str(store_path))
     expected = [q for i in acknowledged for q in _quads(batch[i])]
     assert expected
-    missing = [q for q in expected if q not in store]
+    with read_back(store_path) as store:
+        missing = [q for q in expected if q not in store]
     assert not missing, f"{len(missing)} of {len(expected)} acknowledged quads lost after kill -9"
 
 

@@ -26,6 +26,7 @@ from otel_prov.model.profiles import SEED
 from otel_prov.model.quads import Quad, nquads
 from otel_prov.model.terms import iri, literal
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
+from otel_prov.stores.logstore import open_reader
 from otel_prov.stores.oxigraph import (
     BULK_THRESHOLD,
     SIDE_BY_SIDE_PART_BYTES,
@@ -288,8 +289,11 @@ def test_genai_traces_exported_from_several_threads_give_the_graph_of_one_export
         sys.setswitchinterval(interval)
     assert exporter.force_flush()
     exporter.shutdown()
-    store = pyoxigraph.Store(str(tmp_path / "store"))  # released by shutdown
-    assert {str(q) for q in store} == want
+    store = open_reader(tmp_path / "store")  # the log folded into the index by this reader
+    try:
+        assert {str(q) for q in store.inner} == want
+    finally:
+        store.close()
 
 
 def expected_from(data: bytes) -> set[str]:

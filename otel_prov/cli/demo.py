@@ -17,7 +17,7 @@ from ..examples.react_agent import default_policy, run_agent
 from ..ingest.exporter import ProvSpanExporter
 from ..read.reader import TraceReader
 from ..render.text import session_table, trace_text
-from ..stores import ReadStore
+from ..stores import ReadStore, StoreSpec, open_for_reading
 from .common import option, write
 
 
@@ -33,6 +33,7 @@ def run_demo(args: argparse.Namespace) -> int:
     provider = TracerProvider(resource=Resource.create({"service.name": "otel-prov-demo"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     policy = default_policy()
+    opened: list[ReadStore] = []
     try:
         _say(f"otel-prov demo: writing to {exporter.store_spec} (profile {exporter.profile})")
         _say(f"  1. a ReAct agent with three tools, policy: {policy.name}")
@@ -45,7 +46,13 @@ def run_demo(args: argparse.Namespace) -> int:
         if not exporter.force_flush():
             _say("otel-prov demo: the store did not confirm every write in time")
             return 1
-        reader = TraceReader(cast(ReadStore, exporter.store))  # the embedded store reads too
+        spec = cast(StoreSpec, exporter.store_spec)
+        if spec.in_memory:  # the exporter's own store reads too
+            store = cast(ReadStore, exporter.store)
+        else:  # a reader, as `otel-prov list` opens it: it sees the log folded into the index
+            store = open_for_reading(spec)
+            opened.append(store)
+        reader = TraceReader(store)
         ids = [agent.explain_id, graph.explain_id, docs.explain_id]
         everything = reader.sessions()
         rows = [row for row in everything if row.id in ids]
@@ -60,6 +67,8 @@ def run_demo(args: argparse.Namespace) -> int:
                 "      otel-prov query 'SELECT ?q ?text WHERE { ?q tg:query ?text }'"]
         write("\n".join(out) + "\n", None)
     finally:
+        for opened_store in opened:
+            opened_store.close()
         provider.shutdown()
     stats = exporter.stats()
     if stats["store_failures"]:

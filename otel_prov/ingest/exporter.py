@@ -17,7 +17,7 @@ from ..mapping.spans import InvalidSpan, SpanRecord, from_sdk
 from ..stores import StoreSpec, WriteStore, open_for_writing
 from .pipeline import IngestPipeline, PipelineClosed
 from .problems import ProblemLog
-from .writer import WriterFull
+from .writer import LogFailed, WriterFull
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,9 @@ class ProvSpanExporter(SpanExporter):
             return SpanExportResult.FAILURE
         except WriterFull:
             self._problems.report(["batch refused: the store is not keeping up (or failing)"])
+            return SpanExportResult.FAILURE
+        except LogFailed:
+            self._problems.report(["batch not stored: the store's log cannot be written"])
             return SpanExportResult.FAILURE
         except Exception:  # never into the application
             if not self._pipeline.closed:

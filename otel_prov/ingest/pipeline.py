@@ -9,14 +9,20 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from ..mapping.mapper import TraceMapper, Update
 from ..mapping.spans import SpanRecord
 from ..model.quads import nquads
-from ..stores.base import WriteStore
-from .writer import Writer
+from ..stores.base import AppendStore, WriteStore
+from .writer import AppendWriter, Writer
 
 logger = logging.getLogger(__name__)
+
+
+def _appends(store: WriteStore) -> TypeGuard[AppendStore]:
+    """A store that appends to a durable log needs no writer thread (:class:`.writer.AppendWriter`)."""
+    return callable(getattr(store, "sync", None)) and hasattr(store, "position")
 
 
 class PipelineClosed(RuntimeError):
@@ -41,7 +47,8 @@ class IngestPipeline:
         self.name = name
         """Who runs it (``otel-prov exporter``, ``otel-prov serve``), for log lines."""
         self.mapper = TraceMapper(profile)
-        self.writer = Writer(store, rescue_dir=rescue_dir)
+        self.writer: Writer | AppendWriter = (
+            AppendWriter(store) if _appends(store) else Writer(store, rescue_dir=rescue_dir))
         self.spans = 0
         """Spans submitted so far."""
         self._lock = threading.Lock()

@@ -35,12 +35,12 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.quads import Quad
-from ..stores.base import WriteStore
+from ..stores.base import AppendStore, WriteStore
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +50,17 @@ MAX_SUBMIT_WAIT = 30.0
 """Seconds ``submit`` waits for room before refusing with :class:`WriterFull`."""
 
 
-class WriterFull(RuntimeError):
-    """The store has not kept up (or is failing) for :data:`MAX_SUBMIT_WAIT`: the batch is refused,
-    not queued, so the caller can report it."""
+class NotStored(RuntimeError):
+    """A batch was refused, not queued: the caller reports it (``export()`` returns FAILURE, the
+    receiver answers UNAVAILABLE so the client retries)."""
+
+
+class WriterFull(NotStored):
+    """The store has not kept up (or is failing) for :data:`MAX_SUBMIT_WAIT`."""
+
+
+class LogFailed(NotStored):
+    """Appending to the store's log failed (a full or failing disk); nothing of the batch is kept."""
 _MAX_MERGE_BYTES = 64 * 1024 * 1024
 MERGE_BYTES = 2 * 1024 * 1024
 """Under load, the writer waits (up to :data:`LINGER` seconds) until this much is queued."""
@@ -251,3 +259,69 @@ class Writer:
         with self._cv:
             self._done = self._submitted
             self._cv.notify_all()
+
+
+class AppendWriter:
+    """The writer for a store that appends to a log (:class:`~otel_prov.stores.base.AppendStore`):
+    no thread and no queue.  ``add`` and ``remove`` append in the caller's thread (the pipeline
+    calls them one at a time, in mapping order) and return once the data is in the OS page cache;
+    ``wait`` is the group commit that makes it durable.  Same interface as :class:`Writer`."""
+
+    def __init__(self, store: AppendStore) -> None:
+        self._store = store
+        self._closed = False
+        self.failures = 0
+        self.consecutive_failures = 0
+        self.last_error = ""
+        self.written_quads = 0
+        self.rescued = False
+        self.pending_bytes = 0
+        """Always 0: nothing waits in memory."""
+
+    def add(self, data: bytes, count: int) -> int:
+        seq = self._append(lambda: self._store.add(data, count))
+        self.written_quads += count
+        return seq
+
+    def remove(self, quads: Sequence[Quad]) -> int:
+        return self._append(lambda: self._store.remove(quads))
+
+    def _append(self, append: Callable[[], None]) -> int:
+        try:
+            append()
+        except OSError as exc:
+            self._failed(exc)
+            raise LogFailed(f"the store's log could not be written: {exc}") from exc
+        self.consecutive_failures = 0
+        return self._store.position
+
+    def _failed(self, exc: OSError) -> None:
+        self.failures += 1
+        self.consecutive_failures += 1
+        self.last_error = str(exc)
+        if self.failures == 1 or self.failures % 100 == 0:
+            logger.error("otel-prov: writing to the store's log failed (%d times so far): %s",
+                         self.failures, exc)
+
+    @property
+    def submitted(self) -> int:
+        return self._store.position
+
+    def wait(self, seq: int | None = None, timeout: float | None = None) -> bool:
+        """Block until everything appended up to ``seq`` (default: so far) is durable; False if
+        syncing failed (the caller does not acknowledge; the data may still be synced later)."""
+        try:
+            self._store.sync(seq)
+        except OSError as exc:
+            self._failed(exc)
+            return False
+        return True
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Nothing is queued: the store's ``close`` syncs what was appended."""
+        self._closed = True
+        return True

@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import rdflib
 
-from .base import QueryResult, ReadStore, Row, StoreSpec, Term, WriteStore
+from .base import AppendStore, QueryResult, ReadStore, Row, StoreSpec, Term, WriteStore
 
-__all__ = ["BACKENDS", "QueryResult", "ReadStore", "Row", "StoreSpec", "Term", "WriteStore",
+__all__ = ["BACKENDS", "AppendStore", "QueryResult", "ReadStore", "Row", "StoreSpec", "Term", "WriteStore",
            "default_store", "open_for_reading", "open_for_writing", "parse_store"]
 
 BACKENDS: dict[str, str] = {

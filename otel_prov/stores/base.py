@@ -99,6 +99,22 @@ class WriteStore(Protocol):
         ...
 
 
+class AppendStore(WriteStore, Protocol):
+    """A :class:`WriteStore` whose ``add`` and ``remove`` append to a log at once, in the caller's
+    thread (they survive the death of the process when they return), and whose :meth:`sync` makes
+    them durable (they survive a power cut).  The ingest pipeline writes to it directly, without a
+    writer thread."""
+
+    @property
+    def position(self) -> int:
+        """How far the log has been appended (pass it to :meth:`sync`)."""
+        ...
+
+    def sync(self, upto: int | None = None) -> None:
+        """Return once everything appended up to ``upto`` (default: so far) is durable."""
+        ...
+
+
 class ReadStore(Protocol):
     """A store traces are read from.  Our prefixes (``tg:``, ``prov:``, ...) are predeclared."""
 

@@ -8,14 +8,14 @@ import gc
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyoxigraph
 import rdflib
 
-from ..errors import StoreError, StoreNotFound
+from ..errors import StoreError
 from ..model.quads import Quad, dataset_from_nquads, delete_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Row, StoreSpec, Term
@@ -39,12 +39,15 @@ _FORMATS = {
 class OxigraphStore:
     """Oxigraph, on disk (RocksDB, persistent) when ``path`` is given, else in memory."""
 
-    def __init__(self, path: Path | None, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path | None, *, snapshot: bool = False,
+                 on_close: Callable[[], None] | None = None) -> None:
         self.path = path
-        self._store: pyoxigraph.Store | None
-        self._store, self.snapshot = _open_oxigraph(path, read_only)
-        """``snapshot``: opened read-only because another process holds the store (it sees the
-        store as it was when opened, and cannot be written or flushed)."""
+        self.snapshot = snapshot
+        """Opened read-only because another process holds the index (it sees the index as it was
+        when opened, and cannot be written or flushed)."""
+        self._store: pyoxigraph.Store | None = (
+            pyoxigraph.Store() if path is None else _rocksdb(path, snapshot=snapshot))
+        self._on_close = on_close
 
     @property
     def inner(self) -> pyoxigraph.Store:
@@ -143,12 +146,15 @@ class OxigraphStore:
             self.flush()
         finally:
             store, self._store = self._store, None
+            on_close, self._on_close = self._on_close, None
             # RocksDB releases its lock when the last reference goes: at once when ours is the
             # only one (a full collection costs ~60 ms with a big heap), else maybe via a cycle.
             shared = self.path is not None and sys.getrefcount(store) > 2
             del store
             if shared:
                 gc.collect()
+            if on_close is not None:
+                on_close()
 
 
 def _split_lines(data: bytes, parts: int) -> list[bytes]:
@@ -189,7 +195,7 @@ def _bulk_load_side_by_side(store: pyoxigraph.Store, parts: list[bytes]) -> None
         raise errors[0]
 
 
-class _Locked(StoreError):
+class Locked(StoreError):
     """Another process holds the on-disk store (RocksDB's lock)."""
 
 
@@ -200,24 +206,13 @@ def _rocksdb(path: Path, *, snapshot: bool = False) -> pyoxigraph.Store:
         return pyoxigraph.Store.read_only(str(path)) if snapshot else pyoxigraph.Store(str(path))
     except (OSError, RuntimeError) as exc:
         if not snapshot and "lock" in str(exc).lower():
-            raise _Locked(str(exc)) from exc
+            raise Locked(str(exc)) from exc
         raise StoreError(f"cannot open the store at {path}: {exc}") from exc
 
 
-def _open_oxigraph(path: Path | None, read_only: bool) -> tuple[pyoxigraph.Store, bool]:
-    """The store, and whether it is a read-only snapshot."""
-    if path is None:
-        return pyoxigraph.Store(), False
-    if read_only:
-        if not (path / "CURRENT").exists():
-            raise StoreNotFound(
-                f"no store at {path} (nothing has been exported there yet; check --store or "
-                f"OTEL_PROV_STORE)"
-            )
-        try:
-            return _rocksdb(path), False
-        except _Locked:  # held by a running exporter or server: read a snapshot
-            return _rocksdb(path, snapshot=True), True
+def prepare_directory(path: Path) -> None:
+    """Create the store's directory if missing; a clear :class:`StoreError` if it cannot be, or
+    cannot be written."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -230,14 +225,7 @@ def _open_oxigraph(path: Path | None, read_only: bool) -> tuple[pyoxigraph.Store
             f"the store directory {path} is not writable; choose a writable location with "
             f"store='oxigraph:PATH' or OTEL_PROV_STORE"
         )
-    try:
-        return _rocksdb(path), False
-    except _Locked as exc:
-        raise StoreError(
-            f"the store at {path} is in use by another process (one writer at a time); stop it, "
-            f"or give this process its own store (OTEL_PROV_STORE), or send spans to "
-            f"'otel-prov serve'"
-        ) from exc
+
 
 def term(value: Any) -> Term:
     """A pyoxigraph term as a :class:`~otel_prov.stores.base.Term`."""
@@ -260,11 +248,20 @@ _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 # -- the backend ----------------------------------------------------------------------------------
 
 
-def open_for_writing(spec: StoreSpec) -> OxigraphStore:
-    """Open (an on-disk store is created if missing)."""
-    return OxigraphStore(spec.path)
+def open_for_writing(spec: StoreSpec) -> Any:
+    """``memory:`` as it is; on disk, the log-and-index store (:mod:`.logstore`), created if
+    missing."""
+    if spec.path is None:
+        return OxigraphStore(None)
+    from .logstore import LoggedStore
+
+    return LoggedStore(spec.path)
 
 
 def open_for_reading(spec: StoreSpec) -> OxigraphStore:
     """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created."""
-    return OxigraphStore(spec.path, read_only=True)
+    if spec.path is None:
+        return OxigraphStore(None)
+    from .logstore import open_reader
+
+    return open_reader(spec.path)

@@ -1,0 +1,246 @@
+"""Folding the log (:mod:`.segments`) into the Oxigraph index.
+
+Whichever process holds the index lock (``STORE/segments/index.lock``, an exclusive ``flock``) opens
+the index read-write and folds: it reads every segment's committed records past the checkpoint,
+applies additions in large ``bulk_load`` calls and removals as ``DELETE DATA``, each segment's in
+its own order, flushes the index, records the new checkpoint (atomically, durably), and deletes the
+segments that are sealed (no writer holds them) and folded to their end.
+
+**Why replaying after a crash is harmless.**  A fold that dies (``kill -9``, a power cut) after
+applying some operations but before its checkpoint leaves the index with the checkpoint's state
+plus an unknown part of the round's operations (``bulk_load`` is not even atomic).  The next fold
+replays every segment from the checkpoint, in each segment's order.  Each operation sets one quad's
+presence absolutely (an addition: present; a removal: absent), so a quad's state after the replay
+is decided by the last replayed operation on it -- whatever the crashed round had done to it; a quad
+no replayed operation touches was not touched by the crashed round either.  Hence the index ends as
+if the operations had been applied once, in order: nothing acknowledged is lost, nothing is
+duplicated (quads are a set), and removals take effect in order.  Between segments (different
+processes) no order is defined; a round interleaves them in some order that keeps each segment's.
+
+A checkpoint is written only after the index is flushed, and a segment is deleted only after a
+checkpoint covering its end is on disk, so neither step can get ahead of the index.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+
+import pyoxigraph
+
+from ..model.quads import Quad, delete_data
+from . import segments as seg
+from .oxigraph import OxigraphStore
+
+logger = logging.getLogger(__name__)
+
+FOLD_BYTES = 32 * 1024 * 1024
+"""A fold round reads at most about this much payload (memory bound); more is left to the next."""
+FOLD_INTERVAL = 0.2
+"""Seconds between an indexer's looks for new records (bounds how stale a reader's snapshot is)."""
+TAKE_OVER_INTERVAL = 1.0
+"""Seconds between a writer's attempts to take the index lock while another process holds it."""
+_BULK_BYTES = 256 * 1024
+"""Below this much N-Quads text a transactional ``load`` is cheaper than ``bulk_load``."""
+
+
+class IndexLock:
+    """The index lock: who holds it may open the index read-write and fold."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / seg.INDEX_LOCK
+        self._fd = -1
+
+    @property
+    def held(self) -> bool:
+        return self._fd >= 0
+
+    def acquire(self) -> bool | None:
+        """True: taken; False: another process (or another store object) holds it; None: it
+        cannot be taken here (a read-only store, a missing log directory)."""
+        if self._fd >= 0:
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return None
+        if seg.try_lock(fd):
+            self._fd = fd
+            return True
+        os.close(fd)
+        return False
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+@dataclass
+class _Planned:
+    name: str
+    records: list[seg.Record]
+    fd: int
+    """Held open (and flock'd) when the segment is sealed, so no new writer can reuse it; else -1."""
+    ended: bool
+    """Whether the segment's committed prefix ended within ``records``."""
+
+    @property
+    def finished(self) -> bool:
+        """Sealed and folded to its end: it can be deleted once the checkpoint says so."""
+        return self.fd >= 0 and self.ended
+
+
+class Indexer:
+    """Folds the log of the store at ``path`` into ``index`` (an open, read-write
+    :class:`~.oxigraph.OxigraphStore`); the caller holds the index lock."""
+
+    def __init__(self, path: Path, index: OxigraphStore) -> None:
+        self.index = index
+        self.directory = seg.segments_dir(path)
+        self.folded_records = 0
+        self.folded_bytes = 0
+        self.deleted_segments = 0
+
+    def fold_all(self, stop: threading.Event | None = None) -> int:
+        """Fold rounds until nothing is left (or ``stop`` is set); returns the records folded."""
+        total = 0
+        while stop is None or not stop.is_set():
+            n = self.fold_round()
+            if n < 0:
+                break
+            total += n
+        return total
+
+    def fold_round(self, budget: int | None = None) -> int:
+        """One round (of at most about ``budget`` bytes, default :data:`FOLD_BYTES`); returns the
+        records folded, or -1 when there was nothing to do."""
+        budget = FOLD_BYTES if budget is None else budget
+        if not self.directory.is_dir():
+            return -1
+        folded = seg.load_checkpoint(self.directory)
+        plan = self._plan(folded, budget)
+        try:
+            if not plan:
+                return -1
+            self._apply(plan)
+            names = set(seg.list_segments(self.directory))
+            checkpoint = {name: off for name, off in folded.items() if name in names}
+            for item in plan:
+                if item.records:
+                    checkpoint[item.name] = item.records[-1].end
+            if checkpoint != folded:
+                seg.save_checkpoint(self.directory, checkpoint)
+            for item in plan:
+                if item.finished:
+                    (self.directory / item.name).unlink(missing_ok=True)
+                    self.deleted_segments += 1
+            if any(item.finished for item in plan):
+                seg.fsync_dir(self.directory)
+            count = sum(len(item.records) for item in plan)
+            self.folded_records += count
+            self.folded_bytes += sum(len(r.payload) for item in plan for r in item.records)
+            return count
+        finally:
+            for item in plan:
+                if item.fd >= 0:
+                    os.close(item.fd)
+
+    def _plan(self, folded: dict[str, int], budget: int) -> list[_Planned]:
+        """What this round folds: each writer's segments in order, a later one only once the
+        earlier one is sealed and read to its end (so a writer's order holds across rotation)."""
+        plan: list[_Planned] = []
+        names = seg.list_segments(self.directory)
+        for _, group in groupby(names, key=lambda n: seg.segment_key(n)[0]):
+            if budget <= 0:
+                break  # the rest waits for the next round
+            for name in group:
+                path = self.directory / name
+                offset = folded.get(name, 0)
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:
+                    continue
+                sealed = seg.try_lock(fd)
+                if not sealed:
+                    os.close(fd)
+                    fd = -1
+                    if os.stat(path).st_size <= max(offset, len(seg.MAGIC)):
+                        break  # a live writer's segment with nothing new (it is its last one)
+                records, ended = seg.read_records(path, offset, max(budget, 1))
+                budget -= sum(len(r.payload) for r in records)
+                item = _Planned(name, records, fd, ended)
+                if records or item.finished:
+                    plan.append(item)
+                elif fd >= 0:
+                    os.close(fd)
+                if not item.finished:
+                    break
+        return plan
+
+    def _apply(self, plan: list[_Planned]) -> None:
+        """Additions of every segment up to its next removal in one load, then those removals, and
+        so on: each segment's order is kept; segments interleave."""
+        cursors = [0] * len(plan)
+        while True:
+            adds: list[bytes] = []
+            for i, item in enumerate(plan):
+                records = item.records
+                while cursors[i] < len(records) and records[cursors[i]].kind == seg.ADD:
+                    adds.append(records[cursors[i]].payload)
+                    cursors[i] += 1
+            if adds:
+                self._add(b"".join(adds))
+            removed = False
+            for i, item in enumerate(plan):
+                records = item.records
+                quads: list[Quad] = []
+                while cursors[i] < len(records) and records[cursors[i]].kind == seg.REMOVE:
+                    quads.extend(parse_removal(records[cursors[i]].payload))
+                    cursors[i] += 1
+                    removed = True
+                if quads:
+                    self.index.inner.update(delete_data(quads))
+            if not adds and not removed:
+                break
+        self.index.inner.flush()
+
+    def _add(self, data: bytes) -> None:
+        store = self.index.inner
+        if len(data) >= _BULK_BYTES:
+            store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+        else:
+            store.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+
+
+def parse_removal(payload: bytes) -> list[Quad]:
+    """The quads of a removal record: N-Quads lines made by :func:`~otel_prov.model.quads.nquads`
+    from the mapping's terms (the graph is always an IRI, which has no space)."""
+    quads: list[Quad] = []
+    for line in payload.decode("utf-8").splitlines():
+        if not line:
+            continue
+        s, p, rest = line.split(" ", 2)
+        o, g = rest.removesuffix(" .").rsplit(" ", 1)
+        quads.append((s, p, o, g))
+    return quads
+
+
+def wait_folded(directory: Path, timeout: float) -> int:
+    """Wait (at most ``timeout`` s) until what the log holds now is folded by the process holding
+    the index; returns the bytes still not folded."""
+    targets = seg.pending_bytes(directory)
+    deadline = time.monotonic() + timeout
+    while True:
+        folded = seg.load_checkpoint(directory)
+        present = set(seg.list_segments(directory))
+        left = {name: size - folded.get(name, 0) for name, size in targets.items()
+                if name in present and folded.get(name, 0) < size}
+        if not left or time.monotonic() >= deadline:
+            return sum(left.values())
+        time.sleep(0.02)

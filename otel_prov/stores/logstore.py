@@ -1,0 +1,248 @@
+"""The on-disk store (``oxigraph:PATH``): a log that is the truth, and an Oxigraph index derived
+from it.  Any number of processes write and read one store at the same time.
+
+::
+
+    STORE/                      the Oxigraph index (RocksDB files)
+    STORE/segments/*.seg        the log: one segment per writing process (:mod:`.segments`)
+    STORE/segments/checkpoint.json, index.lock
+
+- **Writing** (:class:`LoggedStore`): each process appends its additions and removals, in order,
+  to its own segment -- no lock between processes -- and syncs them in group commits.
+- **Indexing** (:class:`IndexerService`, :mod:`.indexer`): the process holding the index lock folds
+  every segment into the index every :data:`~.indexer.FOLD_INTERVAL` seconds.  Every writer tries to
+  take the lock when it opens and then every :data:`~.indexer.TAKE_OVER_INTERVAL` seconds, so when
+  the indexing process exits another takes over.
+- **Reading** (:func:`open_reader`): a reader that finds the index lock free takes it, folds
+  everything committed, and reads the index read-write.  When another process holds it, the reader
+  waits (at most :data:`READ_WAIT` seconds) until that process has folded what the log held when
+  the reader started, then reads a read-only snapshot of the index: it never blocks a writer.  When
+  the lock cannot be taken at all (a read-only file system), it reads the index as it is and says
+  how much of the log is not shown.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import rdflib
+
+from ..errors import StoreError, StoreNotFound
+from ..model.quads import Quad, nquads
+from . import segments as seg
+from .indexer import FOLD_INTERVAL, TAKE_OVER_INTERVAL, Indexer, IndexLock, wait_folded
+from .oxigraph import Locked, OxigraphStore, prepare_directory
+
+logger = logging.getLogger(__name__)
+
+READ_WAIT = 5.0
+"""Seconds a reader waits, at most, for the indexing process to fold what the log holds."""
+
+
+class IndexerService:
+    """Holds the index (when it can) for one open store, and folds in a background thread."""
+
+    def __init__(self, path: Path, *, interval: float = FOLD_INTERVAL,
+                 take_over: float = TAKE_OVER_INTERVAL) -> None:
+        self.path = path
+        self.lock = IndexLock(seg.segments_dir(path))
+        self.index: OxigraphStore | None = None
+        self.indexer: Indexer | None = None
+        self.errors = 0
+        self._interval = interval
+        self._take_over = take_over
+        self._stop = threading.Event()
+        self._mutex = threading.Lock()  # one fold at a time; close waits for it
+        self.take()  # an index that cannot be opened is an error now, not later
+        self._thread = threading.Thread(target=self._run, name="otel-prov-indexer", daemon=True)
+        self._thread.start()
+
+    def take(self) -> bool:
+        """Become the indexer if the index lock is free; raises :class:`StoreError` if the index
+        cannot be opened for another reason than a lock."""
+        with self._mutex:
+            if self.index is not None:
+                return True
+            if not self.lock.acquire():
+                return False
+            try:
+                self.index = OxigraphStore(self.path)
+            except Locked:  # RocksDB held by a process that did not take the index lock
+                self.lock.release()
+                return False
+            except BaseException:
+                self.lock.release()
+                raise
+            self.indexer = Indexer(self.path, self.index)
+            logger.debug("otel-prov: this process indexes %s", self.path)
+            return True
+
+    def fold(self) -> int:
+        """Fold everything committed now (if this process holds the index); the records folded."""
+        with self._mutex:
+            if self.indexer is None:
+                return 0
+            return self.indexer.fold_all(self._stop)
+
+    def _run(self) -> None:
+        last_try = 0.0
+        while not self._stop.wait(self._interval):
+            try:
+                if self.index is None:
+                    last_try += self._interval
+                    if last_try < self._take_over:
+                        continue
+                    last_try = 0.0
+                    if not self.take():
+                        continue
+                self.fold()
+            except Exception as exc:  # the log keeps everything: try again next time
+                self.errors += 1
+                if self.errors == 1 or self.errors % 100 == 0:
+                    logger.error("otel-prov: folding the log into the index at %s failed (%d times so "
+                                 "far): %s", self.path, self.errors, exc)
+
+    def close(self) -> None:
+        """Stop (a fold under way finishes its round) and release the index."""
+        self._stop.set()
+        self._thread.join()
+        with self._mutex:
+            index, self.index, self.indexer = self.index, None, None
+            try:
+                if index is not None:
+                    index.close()
+            finally:
+                self.lock.release()
+
+
+class LoggedStore:
+    """A :class:`~.base.WriteStore` that appends to this process's log segment
+    (:class:`~.base.AppendStore`): ``add`` and ``remove`` return with the operation in the OS page
+    cache (it survives ``kill -9``); :meth:`sync` makes everything appended durable."""
+
+    def __init__(self, path: Path) -> None:
+        prepare_directory(path)
+        self.path = path
+        try:
+            self.log = seg.SegmentWriter(seg.segments_dir(path))
+        except OSError as exc:
+            raise StoreError(f"cannot write the store's log at {seg.segments_dir(path)}: "
+                             f"{exc.strerror or exc}") from exc
+        try:
+            self.service = IndexerService(path)
+        except BaseException:
+            self.log.close()
+            raise
+
+    @property
+    def position(self) -> int:
+        """Bytes appended so far: pass to :meth:`sync`."""
+        return self.log.appended
+
+    def add(self, data: bytes, count: int) -> None:
+        self.log.append(seg.ADD, data)
+
+    def remove(self, quads: Sequence[Quad]) -> None:
+        if quads:
+            self.log.append(seg.REMOVE, nquads(quads))
+
+    def sync(self, upto: int | None = None) -> None:
+        """Return once everything appended up to ``upto`` (default: so far) is durable (group
+        commit: callers at the same time share one ``fdatasync``)."""
+        self.log.sync(upto)
+
+    def close(self) -> None:
+        """Sync and seal this process's segment; stop indexing (the next indexer folds the rest)."""
+        try:
+            self.log.close()
+        finally:
+            self.service.close()
+
+    # -- reading back in this process (tests, notebooks) ------------------------------------------
+
+    def query(self, sparql: str) -> list[Any]:
+        """A query's results (pyoxigraph's own), after folding what this process appended."""
+        with self._reader() as store:
+            result = store.query(sparql)
+            return list(result) if not isinstance(result, bool) else [result]
+
+    def to_dataset(self) -> rdflib.Dataset:
+        with self._reader() as store:
+            return store.to_dataset()
+
+    def _reader(self) -> _Closing:
+        self.log.sync()
+        if self.service.index is not None:
+            self.service.fold()
+        return _Closing(open_reader(self.path))
+
+
+class _Closing:
+    def __init__(self, store: OxigraphStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> OxigraphStore:
+        return self.store
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+
+
+SNAPSHOT_TRIES = 20
+
+
+def _snapshot(path: Path) -> OxigraphStore:
+    """A read-only snapshot of the index.  The indexing process compacts it meanwhile: a file the
+    snapshot's manifest names may be gone by the time it is opened; then open again (it names the
+    files that replaced it)."""
+    for attempt in range(SNAPSHOT_TRIES):
+        try:
+            return OxigraphStore(path, snapshot=True)
+        except StoreError as exc:
+            if attempt == SNAPSHOT_TRIES - 1 or "No such file" not in str(exc):
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def open_reader(path: Path, *, wait: float = READ_WAIT) -> OxigraphStore:
+    """Open the store at ``path`` to read (see the module's docstring); never creates a store."""
+    directory = seg.segments_dir(path)
+    has_index = (path / "CURRENT").exists()
+    if not has_index and not directory.is_dir():
+        raise StoreNotFound(
+            f"no store at {path} (nothing has been exported there yet; check --store or "
+            f"OTEL_PROV_STORE)"
+        )
+    lock = IndexLock(directory)
+    taken = lock.acquire() if directory.is_dir() else None
+    if taken:
+        try:
+            store = OxigraphStore(path, on_close=lock.release)
+        except Locked:
+            lock.release()
+        except BaseException:
+            lock.release()
+            raise
+        else:
+            try:
+                Indexer(path, store).fold_all()
+            except BaseException:
+                store.close()
+                raise
+            return store
+    left = wait_folded(directory, wait) if taken is False else sum(
+        size for size in seg.pending_bytes(directory).values())
+    if not (path / "CURRENT").exists():
+        raise StoreError(f"the store at {path} has no index yet ({left} bytes of log not folded) and "
+                         "it cannot be built here; run a reader where the store is writable")
+    store = _snapshot(path)
+    if left:
+        logger.warning("otel-prov: %d bytes of the log at %s are not folded into the index yet and "
+                       "are not shown", left, directory)
+    return store

@@ -1,0 +1,300 @@
+"""Many processes, one store: real exporting processes, a real ``otel-prov serve`` and real readers
+(the CLI as subprocesses) on one on-disk store at the same time; ``kill -9`` during an append and
+during folding.  Every run is bounded in count and time."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyoxigraph
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_prov import ProvSpanExporter
+from otel_prov import attributes as A
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import from_otlp, from_sdk
+from otel_prov.model.profiles import SEED
+from otel_prov.model.quads import nquads
+from otel_prov.stores import segments
+from otel_prov.stores.indexer import IndexLock
+from tests.procs import REPO, Proc, clean_env, start, start_serve, wait_until
+from tests.stores import read_back
+from tests.test_serve import agent_spans, request_of, stub
+
+PROCESSES = 4
+SESSIONS = 24
+LISTED_WITHIN = 1.0
+
+
+def _child(name: str, log: Path, *args: str) -> Proc:
+    return start(name, [sys.executable, "-m", "tests.children", *args], log)
+
+
+def _quads(data: bytes) -> set[str]:
+    return {str(q) for q in pyoxigraph.parse(input=data, format=pyoxigraph.RdfFormat.N_QUADS)}
+
+
+def _segments(store: Path) -> list[str]:
+    return segments.list_segments(segments.segments_dir(store))
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.popen.poll() is None:
+            proc.kill9()
+
+
+class _CliReaders:
+    """Threads running ``otel-prov list`` / ``show`` / ``query`` as subprocesses in a loop."""
+
+    COMMANDS = (["list", "--format", "json"], ["query", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"],
+                ["show"])
+
+    def __init__(self, store: Path, threads: int) -> None:
+        self.store = store
+        self.runs: list[tuple[list[str], int, float, str]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._loop, args=(k,)) for k in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def _loop(self, k: int) -> None:
+        shown = ""
+        i = k
+        while not self._stop.is_set():
+            command = list(self.COMMANDS[i % len(self.COMMANDS)])
+            i += 1
+            if command == ["show"]:
+                if not shown:
+                    continue
+                command = ["show", shown]
+            began = time.monotonic()
+            out = subprocess.run([sys.executable, "-m", "otel_prov.cli", *command, "--store",
+                                  str(self.store)], capture_output=True, text=True, timeout=60, cwd=REPO,
+                                 env=clean_env())
+            self.runs.append((command, out.returncode, time.monotonic() - began, out.stderr))
+            if command[0] == "list" and out.returncode == 0:
+                rows = json.loads(out.stdout)
+                if rows:
+                    shown = rows[0]["id"]
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(90)
+
+
+def test_four_exporting_processes_serve_and_readers_share_one_store(tmp_path: Path,
+                                                                     procs: list[Proc]) -> None:
+    store = tmp_path / "store"
+    out = tmp_path / "out"
+    out.mkdir()
+    serve = start_serve(store, tmp_path / "serve.log")
+    procs.append(serve)
+    stop_file = tmp_path / "stop"
+    reader = _child("read loop", tmp_path / "reader.log", "read-loop", str(store), str(out / "reads.jsonl"),
+                    str(stop_file))
+    procs.append(reader)
+    cli = _CliReaders(store, threads=2)
+    exporters = [_child(f"exporter {k}", tmp_path / f"exporter{k}.log", "export", f"oxigraph:{store}",
+                        str(out), str(k), str(SESSIONS)) for k in range(PROCESSES)]
+    procs.extend(exporters)
+    # serve gets its own spans from a gRPC client at the same time.
+    requests_ = [request_of(agent_spans(3)) for _ in range(12)]
+    channel, client = stub(serve.grpc_port)
+    with channel:
+        for request in requests_:
+            client.Export(request, timeout=30)  # acknowledged: synced to serve's log segment
+    try:
+        for proc in exporters:
+            assert proc.popen.wait(180) == 0, proc.tail()
+        time.sleep(LISTED_WITHIN + 0.5)  # the reader loop runs past the last flush
+    finally:
+        stop_file.touch()
+        cli.stop()
+    assert reader.popen.wait(60) == 0, reader.tail()
+    assert serve.terminate(timeout=60) == 0, serve.tail()
+
+    # No reader failed or was blocked.
+    assert cli.runs, "the CLI readers never ran"
+    failed = [(cmd, code, err) for cmd, code, _, err in cli.runs if code != 0]
+    assert not failed, failed[:3]
+    assert {cmd[0] for cmd, *_ in cli.runs} >= {"list", "query"}
+
+    # Every span is accounted for: the store holds exactly the same spans mapped in memory.
+    want = set().union(*(_quads((out / f"{k}.nq").read_bytes()) for k in range(PROCESSES)))
+    records = [from_otlp(s) for r in requests_ for rs in r.resource_spans for ss in rs.scope_spans
+               for s in ss.spans]
+    want |= _quads(nquads(TraceMapper(SEED).map(records).add))
+    with read_back(store) as index:
+        got = {str(q) for q in index}
+    assert got == want, (len(got - want), len(want - got))
+    assert not _segments(store), "every segment was folded and deleted"
+
+    # A session flushed by one process is listed by a reader that starts within a second.
+    flushed = {}
+    for k in range(PROCESSES):
+        for line in (out / f"{k}.flushed").read_text().splitlines():
+            row = json.loads(line)
+            flushed[row["iri"]] = row["flushed"]
+    assert len(flushed) == PROCESSES * SESSIONS
+    reads = [json.loads(line) for line in (out / "reads.jsonl").read_text().splitlines()]
+    assert len(reads) > 10
+    late = []
+    for iri, when in flushed.items():
+        for read in reads:
+            if read["start"] >= when + LISTED_WITHIN and iri not in read["iris"]:
+                late.append((iri, read["start"] - when))
+    assert not late, f"{len(late)} reads started over {LISTED_WITHIN} s after a flush missed it: {late[:3]}"
+    lags = []
+    for iri, when in flushed.items():
+        seen = [r["end"] for r in reads if r["start"] >= when and iri in r["iris"]]
+        if seen:
+            lags.append(min(seen) - when)
+    print(f"listed after flush: median {sorted(lags)[len(lags) // 2]:.3f} s, max {max(lags):.3f} s")
+
+
+def _genai_spans(traces: int) -> list:  # type: ignore[type-arg]
+    """Standard GenAI agent traces, whose graph is rewritten (quads removed) as later spans come."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("genai")
+    for t in range(traces):
+        with tracer.start_as_current_span(f"invoke_agent a{t}", attributes={
+                A.GEN_AI_OPERATION_NAME: "invoke_agent", A.GEN_AI_AGENT_NAME: f"a{t}"}):
+            for i in range(4):
+                with tracer.start_as_current_span(f"execute_tool t{i}", attributes={
+                        A.GEN_AI_OPERATION_NAME: "execute_tool", A.GEN_AI_TOOL_NAME: f"t{i}",
+                        A.GEN_AI_TOOL_CALL_ARGUMENTS: f'{{"n": {i}}}',
+                        A.GEN_AI_TOOL_CALL_RESULT: f"result {t}/{i} " + "x" * 200}):
+                    pass
+    return list(memory.get_finished_spans())
+
+
+def _log_without_index(store: Path, spans: list, batch: int = 2) -> tuple[set[str], int]:  # type: ignore[type-arg]
+    """Export ``spans`` in a shuffled order, a few at a time (a trace's graph is rewritten as its
+    spans come: removals) while this test holds the index lock, so everything stays in the log;
+    returns the graph one export of all would give, and how many removal records the log holds."""
+    lock = IndexLock(segments.segments_dir(store))
+    segments.segments_dir(store).mkdir(parents=True)
+    assert lock.acquire()
+    try:
+        exporter = ProvSpanExporter(store=store)
+        order = spans[:]
+        random.Random(5).shuffle(order)
+        for i in range(0, len(order), batch):
+            exporter.export(order[i:i + batch])
+        exporter.shutdown()
+    finally:
+        lock.release()
+    removals = 0
+    for name in _segments(store):
+        records, _ = segments.read_records(segments.segments_dir(store) / name, 0, 1 << 40)
+        removals += sum(1 for r in records if r.kind == segments.REMOVE)
+    want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    return want, removals
+
+
+def test_kill9_during_folding_loses_nothing_and_applies_removals_in_order(tmp_path: Path,
+                                                                         procs: list[Proc]) -> None:
+    store = tmp_path / "store"
+    want, removals = _log_without_index(store, _genai_spans(60))
+    assert removals > 0, "the log has no removals: the test would prove nothing about their order"
+    size = sum((segments.segments_dir(store) / n).stat().st_size for n in _segments(store))
+    rng = random.Random(7)
+    interrupted = 0
+    for attempt in range(6):
+        before = segments.load_checkpoint(segments.segments_dir(store))
+        folder = _child("folder", tmp_path / f"fold{attempt}.log", "fold", str(store), str(size // 40))
+        procs.append(folder)
+        wait_until(lambda proc=folder: "folding" in proc.tail(), 60, "the folder to start", proc=folder)
+        time.sleep(rng.uniform(0.0, 0.15))
+        folder.kill9()
+        after = segments.load_checkpoint(segments.segments_dir(store))  # never half-written
+        if "folded" not in folder.tail():
+            interrupted += 1
+        assert all(after.get(n, 0) >= off for n, off in before.items() if n in after)
+        if not _segments(store):
+            break
+    assert interrupted, "no kill landed during a fold"
+    with read_back(store) as index:
+        got = {str(q) for q in index}
+    assert got == want, (len(got - want), len(want - got))
+    assert not _segments(store)
+
+
+def test_kill9_during_appends_loses_nothing_exported_and_a_torn_tail_is_ignored(
+        tmp_path: Path, procs: list[Proc]) -> None:
+    store = tmp_path / "store"
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = IndexLock(segments.segments_dir(store))
+    segments.segments_dir(store).mkdir(parents=True)
+    assert lock.acquire()  # nobody folds while the writer runs: everything must come from its log
+    exporter = _child("exporter", tmp_path / "exporter.log", "export", f"oxigraph:{store}", str(out), "0",
+                      "100000")
+    procs.append(exporter)
+    wait_until(lambda: exporter.tail().count("exported") >= 20, 60, "sessions exported", proc=exporter)
+    exporter.kill9()
+    lock.release()
+    exported = [line.split()[1] for line in exporter.tail(100000).splitlines()
+                if line.startswith("exported ")]
+    (name,) = _segments(store)
+    # A record the kill cut short: half of one more append at the end of the dead writer's segment.
+    torn = segments.encode(segments.ADD, b"<urn:x:torn> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n")
+    with open(segments.segments_dir(store) / name, "ab") as fh:
+        fh.write(torn[: len(torn) // 2])
+    with read_back(store) as index:
+        questions = {str(q.subject.value) for q in index.quads_for_pattern(
+            None, pyoxigraph.NamedNode("https://trustgraph.ai/ns/query"), None, None)}
+        assert not list(index.quads_for_pattern(pyoxigraph.NamedNode("urn:x:torn"), None, None, None))
+    assert set(exported) <= questions, f"{len(set(exported) - questions)} exported sessions lost"
+    assert not _segments(store), "the dead writer's segment was folded and deleted"
+
+
+def test_segments_rotate_and_folded_ones_are_deleted_while_the_writer_runs(tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 64 * 1024)
+    store = tmp_path / "store"
+    exporter = ProvSpanExporter(store=store)  # this process indexes
+    spans = _genai_spans(40)
+    for i in range(0, len(spans), 5):
+        exporter.export(spans[i:i + 5])
+    assert exporter.force_flush()
+    created = exporter.store.log._n  # type: ignore[attr-defined]
+    assert created > 3, "the writer did not rotate"
+    wait_until(lambda: len(_segments(store)) == 1, 10, "folded segments to be deleted")
+    exporter.shutdown()
+    want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
+    assert not _segments(store)
+
+
+def test_torn_and_corrupt_records_end_the_committed_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "x.seg"
+    good = [segments.encode(segments.ADD, f"<urn:a:{i}> <urn:p> <urn:o> <urn:g> .\n".encode())
+            for i in range(3)]
+    path.write_bytes(segments.MAGIC + b"".join(good))
+    records, ended = segments.read_records(path, 0, 1 << 20)
+    assert len(records) == 3 and ended
+    for tail in (good[0][:5], good[0][:-1], good[0][:-1] + b"X", b"\0" * 64):
+        path.write_bytes(segments.MAGIC + b"".join(good) + tail)
+        records, ended = segments.read_records(path, 0, 1 << 20)
+        assert [r.payload for r in records] == [g[segments.HEADER_SIZE:] for g in good] and ended
+    records, ended = segments.read_records(path, records[0].end, 1)
+    assert len(records) == 1 and not ended  # resumes at an offset; the budget stops it early
