@@ -1,5 +1,6 @@
 """Ingest benchmark: sustained OTLP/gRPC ingest of agent spans by ``otel-prov serve`` (into its
-on-disk embedded store) side by side with Jaeger's own ingest (in-memory storage) of the same load.
+on-disk embedded store) side by side with Jaeger's own ingest of the same load, into its on-disk Badger
+storage and into memory.
 
 One run builds the load once -- real SDK spans of ReAct agent sessions (``otel_prov.agent_session``
 with tool calls), encoded into ``ExportTraceServiceRequest``s of ``--spans-per-request`` spans and
@@ -9,8 +10,12 @@ separate process started for the run:
 
   serve   ``otel-prov serve --store oxigraph:TMP`` (acknowledges once a request's quads are
           committed to the store);
-  jaeger  Jaeger v2 with collector-config/jaeger.yaml (acknowledges once its receiver has accepted
-          the data; its batch processor writes to memory afterwards).
+  serve   ... acknowledges once a request's quads are synced to its log segment (fdatasync); the
+          fold into the index runs meanwhile in another thread; the time a reader then needs to
+          see everything (folding what is left) is reported apart;
+  jaeger-badger  Jaeger v2 with collector-config/jaeger-badger.yaml (Badger on disk);
+  jaeger  Jaeger v2 with collector-config/jaeger.yaml (memory).  Jaeger acknowledges once its
+          receiver has accepted the data; its batch processor writes to storage afterwards.
 
 Reported per server: spans/s from the first request to the last answer, requests refused with
 UNAVAILABLE and retried after the RetryInfo delay, and the peak RSS of the server process (VmHWM).
@@ -48,7 +53,15 @@ from otel_prov import agent_session  # noqa: E402
 from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
-from tests.procs import http_get, peak_rss_kib, start_jaeger, start_serve, wait_until  # noqa: E402
+from otel_prov.stores.logstore import open_reader  # noqa: E402
+from tests.procs import (  # noqa: E402
+    JAEGER_BADGER_CONFIG,
+    http_get,
+    peak_rss_kib,
+    start_jaeger,
+    start_serve,
+    wait_until,
+)
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"
@@ -206,20 +219,23 @@ def run_serve(workdir: Path, requests: list[tuple[bytes, int]], spans: list[Read
         health = json.loads(body) if status == 200 else {}
     finally:
         code = serve.terminate(60)
-    check = f"exit {code}"
-    reopened = pyoxigraph.Store.read_only(str(store))
-    stored = len(reopened)
-    del reopened
+    t0 = time.perf_counter()
+    reopened = open_reader(store)  # folds what serve had not folded yet
+    fold_s = time.perf_counter() - t0
+    stored = len(reopened.inner)
+    reopened.close()
     ok = stored == expected_quads and acked == len(spans) and code == 0
     check = (f"store holds {stored} quads, expected {expected_quads}; server acknowledged "
-             f"{health.get('spans_acknowledged')} spans (incl. warm-up); exit {code}: "
+             f"{health.get('spans_acknowledged')} spans (incl. warm-up); exit {code}; a reader "
+             f"folded the rest of the log in {fold_s:.2f} s: "
              f"{'OK' if ok else 'MISMATCH'}")
     return Run("otel-prov serve", acked, seconds, retries, failures, rss), check
 
 
 def run_jaeger(workdir: Path, requests: list[tuple[bytes, int]], spans: list[ReadableSpan],
-               args: argparse.Namespace) -> tuple[Run, str]:
-    jaeger = start_jaeger(workdir, max_traces=1_000_000)
+               args: argparse.Namespace, badger: bool = False) -> tuple[Run, str]:
+    jaeger = start_jaeger(workdir, max_traces=1_000_000,
+                          **({"config": JAEGER_BADGER_CONFIG} if badger else {}))
     try:
         warm_up(jaeger.otlp_grpc, requests)
         seconds, acked, retries, failures = send_all(jaeger.otlp_grpc, requests, args.concurrency,
@@ -228,7 +244,8 @@ def run_jaeger(workdir: Path, requests: list[tuple[bytes, int]], spans: list[Rea
         rss = peak_rss_kib(jaeger.pid)
     finally:
         jaeger.terminate(30)
-    return Run("jaeger (memory)", acked, seconds, retries, failures, rss), check
+    return Run("jaeger (badger)" if badger else "jaeger (memory)", acked, seconds, retries, failures,
+               rss), check
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,11 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
             workdir = Path(tmp)
-            for runner in ("serve", "jaeger"):
+            runners = ("serve", "jaeger-badger", "jaeger")
+            for runner in runners if r % 2 == 0 else tuple(reversed(runners)):
                 if runner == "serve":
                     run, check = run_serve(workdir, requests, spans, args, expected)
                 else:
-                    run, check = run_jaeger(workdir, requests, spans, args)
+                    run, check = run_jaeger(workdir, requests, spans, args, badger=runner != "jaeger")
                 results.setdefault(run.target, []).append(run)
                 checks.append(f"run {r + 1} {run.target}: {check}")
                 print(f"  run {r + 1}: {run.target:18s} {run.rate:9.0f} spans/s  "
@@ -270,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{target:18s} {statistics.median(r.rate for r in runs):17.0f} "
               f"{max(r.rss_kib for r in runs) / 1024:12.0f} MiB {sum(r.retries for r in runs):8d} "
               f"{sum(r.failures for r in runs):7d}")
+    medians = {t: statistics.median(r.rate for r in runs) for t, runs in results.items()}
+    serve, badger, memory = (medians.get(k, float("nan")) for k in
+                             ("otel-prov serve", "jaeger (badger)", "jaeger (memory)"))
+    print(f"\nsummary (medians of {args.repeats}): serve vs Jaeger+Badger {serve / badger:.2f} (target >= 2); "
+          f"serve vs Jaeger in memory {serve / memory:.2f} (target >= 0.5)")
     print()
     for line in checks:
         print("check:", line)

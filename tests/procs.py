@@ -26,6 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 COLLECTOR_CONFIG = REPO / "collector-config" / "otelcol.yaml"
 JAEGER_CONFIG = REPO / "collector-config" / "jaeger.yaml"
+JAEGER_BADGER_CONFIG = REPO / "collector-config" / "jaeger-badger.yaml"
 
 _LISTENING = re.compile(r"otel-prov serve: listening grpc=(\S+) http=(\S+)")
 _CLEAN_ENV_PREFIXES = ("OTEL_", "OTELCOL_", "JAEGER_")
@@ -238,6 +239,7 @@ def start_jaeger(workdir: Path, *, max_traces: int = 100_000, timeout: float = 6
         "JAEGER_QUERY_GRPC_ENDPOINT": f"127.0.0.1:{free_port()}",
         "JAEGER_MAX_TRACES": str(max_traces),
         "JAEGER_LOG_LEVEL": "warn",
+        "JAEGER_BADGER_DIR": str(workdir / "jaeger-badger"),
     }
     proc = start("jaeger", [str(binary), "--config", str(config)], workdir / "jaeger.log", env)
     jaeger = Jaeger(proc.name, proc.popen, proc.log, **ports)

@@ -298,3 +298,31 @@ def test_torn_and_corrupt_records_end_the_committed_prefix(tmp_path: Path) -> No
         assert [r.payload for r in records] == [g[segments.HEADER_SIZE:] for g in good] and ended
     records, ended = segments.read_records(path, records[0].end, 1)
     assert len(records) == 1 and not ended  # resumes at an offset; the budget stops it early
+
+
+def test_a_genai_trace_split_over_two_exporters_keeps_only_what_each_can_map(tmp_path: Path) -> None:
+    """Not coordinated across processes: each process maps the spans it saw.  A standard GenAI
+    trace whose ``invoke_agent`` span is exported by one process and whose ``execute_tool`` spans
+    by another (two exporters here: each has its own mapper, as two processes do) leaves the
+    session and its answer in the store but not its steps: the tools' process never sees their
+    agent.  The same spans through one mapper (``otel-prov serve`` behind a Collector) give the
+    whole graph.  (docs/benchmarks.md, "Many processes, one store".)"""
+    spans = _genai_spans(3)
+    agent = [s for s in spans if s.name.startswith("invoke_agent")]
+    tools = [s for s in spans if not s.name.startswith("invoke_agent")]
+    store = tmp_path / "store"
+    first, second = ProvSpanExporter(store=store), ProvSpanExporter(store=store)
+    first.export(agent)
+    second.export(tools)
+    waiting = second.stats()["mapper"]["spans"]
+    first.shutdown()
+    second.shutdown()
+    whole = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    with read_back(store) as index:
+        got = {str(q) for q in index}
+    assert got < whole  # a part, nothing wrong
+    analysis = "<https://trustgraph.ai/ns/Analysis>"
+    assert not any(analysis in q for q in got) and any(analysis in q for q in whole)
+    questions = {q.split()[0] for q in got if "<https://trustgraph.ai/ns/AgentQuestion>" in q}
+    assert len(questions) == 3  # every session is listed, with its question
+    assert waiting == len(tools)  # the tools' exporter kept them for an agent span it never saw
