@@ -291,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     medians = {t: statistics.median(r.rate for r in runs) for t, runs in results.items()}
     serve, badger, memory = (medians.get(k, float("nan")) for k in
                              ("otel-prov serve", "jaeger (badger)", "jaeger (memory)"))
-    print(f"\nsummary (medians of {args.repeats}): serve vs Jaeger+Badger {serve / badger:.2f} (target >= 2); "
-          f"serve vs Jaeger in memory {serve / memory:.2f} (target >= 0.5)")
+    print(f"\nsummary (medians of {args.repeats}): serve vs Jaeger+Badger {serve / badger:.2f} "
+          f"(target >= 2); serve vs Jaeger in memory {serve / memory:.2f} (target >= 0.5)")
     print()
     for line in checks:
         print("check:", line)
