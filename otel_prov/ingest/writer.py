@@ -1,4 +1,6 @@
-"""The write path: one background thread owns the store's writes.
+"""The write path: one background thread owns the store's writes (:class:`Writer`, for the
+in-memory store and an ``rdflib.Dataset``), or none at all for a store that appends to a log
+(:class:`AppendWriter`: the on-disk store, :mod:`otel_prov.stores.logstore`).
 
 ``export()`` maps spans (Python, holding the GIL) and hands N-Quads text to :class:`Writer`; the
 writer thread stores them (Oxigraph parses and writes in Rust with the GIL released), so mapping the
