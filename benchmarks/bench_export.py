@@ -492,8 +492,11 @@ def measure_parallel(kind: str, processes: int, spans: Sequence[ReadableSpan], b
     result: dict[str, Any] = {"seconds": seconds, "spans_per_s": processes * len(spans) / seconds,
                               "processes": processes, "rss_peak_mib": sum(
                                   r.get("rss_peak_mib", 0) for r in results)}
-    if not errors and kind == PROV_DISK:
-        result["fold_s"], problem = _fold_and_verify(store, expected, expected_count)
+    if not errors and kind == PROV_DISK:  # in a child too: RocksDB's threads must not be in this one
+        checked = run_forked(timeout, lambda: dict(zip(("fold_s", "problem"), _fold_and_verify(
+            store, expected, expected_count), strict=True)))
+        result["fold_s"], problem = checked.get("fold_s", float("nan")), checked.get(
+            "problem", checked.get("error"))
     elif not errors:
         problem = _verify_received(receiver, received_before, processes * len(spans))
     else:
@@ -505,22 +508,13 @@ def measure_parallel(kind: str, processes: int, spans: Sequence[ReadableSpan], b
 
 def run_many(n: int, timeout: float, func: Callable[[], dict[str, Any]],
              release: Callable[[], object]) -> list[dict[str, Any]]:
-    """``func()`` in ``n`` forked children at once (``release()`` once all are forked)."""
-    import threading
-
-    results: list[dict[str, Any]] = [{} for _ in range(n)]
-
-    def one(i: int) -> None:
-        results[i] = run_forked(timeout, func)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    time.sleep(0.5)  # every child forked and waiting
+    """``func()`` in ``n`` forked children at once (``release()`` once all are forked).  The
+    children are forked from this thread before any helper thread starts: a child forked while
+    another thread of the parent holds a native lock would inherit it locked (RocksDB's open then
+    hangs)."""
+    children = [start_forked(func) for _ in range(n)]
     release()
-    for t in threads:
-        t.join()
-    return results
+    return [collect_forked(pid, fd, timeout) for pid, fd in children]
 
 
 def _verify_store(store: Any, expected: bytes, count: int) -> str | None:
@@ -601,6 +595,12 @@ def components(spans: Sequence[ReadableSpan], batch: int, workdir: Path) -> dict
 
 def run_forked(timeout: float, func: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``func()`` in a forked child (fresh heap growth, threads and peak RSS), its result as JSON."""
+    pid, fd = start_forked(func)
+    return collect_forked(pid, fd, timeout)
+
+
+def start_forked(func: Callable[[], dict[str, Any]]) -> tuple[int, int]:
+    """Fork a child running ``func()``; returns its pid and the pipe its JSON result comes on."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
@@ -615,6 +615,10 @@ def run_forked(timeout: float, func: Callable[[], dict[str, Any]]) -> dict[str, 
             out.write(payload)
         os._exit(code)
     os.close(write_fd)
+    return pid, read_fd
+
+
+def collect_forked(pid: int, read_fd: int, timeout: float) -> dict[str, Any]:
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     with os.fdopen(read_fd, "rb", buffering=0) as pipe:
