@@ -20,7 +20,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import ProvSpanExporter
-from otel_prov import attributes as A
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import from_otlp, from_sdk
 from otel_prov.model.profiles import SEED
@@ -30,6 +29,7 @@ from otel_prov.stores.indexer import IndexLock
 from tests.procs import REPO, Proc, clean_env, start, start_serve, wait_until
 from tests.stores import read_back
 from tests.test_serve import agent_spans, request_of, stub
+from tests.test_writer import _genai_traces
 
 PROCESSES = 4
 SESSIONS = 24
@@ -172,17 +172,7 @@ def _genai_spans(traces: int) -> list:  # type: ignore[type-arg]
     memory = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer("genai")
-    for t in range(traces):
-        with tracer.start_as_current_span(f"invoke_agent a{t}", attributes={
-                A.GEN_AI_OPERATION_NAME: "invoke_agent", A.GEN_AI_AGENT_NAME: f"a{t}"}):
-            for i in range(4):
-                with tracer.start_as_current_span(f"execute_tool t{i}", attributes={
-                        A.GEN_AI_OPERATION_NAME: "execute_tool", A.GEN_AI_TOOL_NAME: f"t{i}",
-                        A.GEN_AI_TOOL_CALL_ARGUMENTS: f'{{"n": {i}}}',
-                        A.GEN_AI_TOOL_CALL_RESULT: f"result {t}/{i} " + "x" * 200}):
-                    pass
-    return list(memory.get_finished_spans())
+    return _genai_traces((provider, memory), traces)
 
 
 def _log_without_index(store: Path, spans: list, batch: int = 2) -> tuple[set[str], int]:  # type: ignore[type-arg]

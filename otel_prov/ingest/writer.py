@@ -70,6 +70,27 @@ LINGER = 0.05
 """How long, at most, a busy writer waits for more data before writing what it has."""
 
 
+class _Counters:
+    """What both writers count (``exporter.stats()``, the receiver's health and back-pressure)."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.consecutive_failures = 0
+        """Failed writes since the last successful one (0 while the store is healthy)."""
+        self.last_error = ""
+        self.written_quads = 0
+        self.rescued = False
+        """Whether unwritten data had to be saved to a rescue file at close."""
+
+    def _failed(self, exc: Exception) -> None:
+        self.failures += 1
+        self.consecutive_failures += 1
+        self.last_error = str(exc)
+        if self.failures == 1 or self.failures % 100 == 0:
+            logger.error("otel-prov: writing to the store failed (%d times so far): %s",
+                         self.failures, exc)
+
+
 @dataclass(slots=True)
 class _Op:
     seq: int
@@ -78,8 +99,9 @@ class _Op:
     remove: Sequence[Quad] = ()
 
 
-class Writer:
+class Writer(_Counters):
     def __init__(self, store: WriteStore, *, rescue_dir: Path | None = None) -> None:
+        super().__init__()
         self._store = store
         self._rescue_dir = rescue_dir
         self._cv = threading.Condition()
@@ -90,13 +112,6 @@ class Writer:
         self._closing = False
         self._waiters = 0
         self._busy = False
-        self.failures = 0
-        self.consecutive_failures = 0
-        """Failed writes since the last successful one (0 while the store is healthy)."""
-        self.last_error = ""
-        self.written_quads = 0
-        self.rescued = False
-        """Whether unwritten data had to be saved to a rescue file at close."""
         self._thread = threading.Thread(target=self._run, name="otel-prov-writer", daemon=True)
         self._thread.start()
 
@@ -219,12 +234,7 @@ class Writer:
                     add(data, count)
                     self.written_quads += count
             except Exception as exc:  # the store failed: keep the data, retry
-                self.failures += 1
-                self.consecutive_failures += 1
-                self.last_error = str(exc)
-                if self.failures == 1 or self.failures % 100 == 0:
-                    logger.error("otel-prov: writing to the store failed (%d times so far): %s",
-                                 self.failures, exc)
+                self._failed(exc)
                 with self._cv:
                     self._queue.extendleft(reversed(ops))
                     closing = self._closing
@@ -263,20 +273,16 @@ class Writer:
             self._cv.notify_all()
 
 
-class AppendWriter:
+class AppendWriter(_Counters):
     """The writer for a store that appends to a log (:class:`~otel_prov.stores.base.AppendStore`):
     no thread and no queue.  ``add`` and ``remove`` append in the caller's thread (the pipeline
     calls them one at a time, in mapping order) and return once the data is in the OS page cache;
     ``wait`` is the group commit that makes it durable.  Same interface as :class:`Writer`."""
 
     def __init__(self, store: AppendStore) -> None:
+        super().__init__()
         self._store = store
         self._closed = False
-        self.failures = 0
-        self.consecutive_failures = 0
-        self.last_error = ""
-        self.written_quads = 0
-        self.rescued = False
         self.pending_bytes = 0
         """Always 0: nothing waits in memory."""
 
@@ -296,14 +302,6 @@ class AppendWriter:
             raise LogFailed(f"the store's log could not be written: {exc}") from exc
         self.consecutive_failures = 0
         return self._store.position
-
-    def _failed(self, exc: OSError) -> None:
-        self.failures += 1
-        self.consecutive_failures += 1
-        self.last_error = str(exc)
-        if self.failures == 1 or self.failures % 100 == 0:
-            logger.error("otel-prov: writing to the store's log failed (%d times so far): %s",
-                         self.failures, exc)
 
     @property
     def submitted(self) -> int:
