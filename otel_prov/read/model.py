@@ -61,6 +61,29 @@ class SessionRow:
 
 
 @dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions to show beyond type and collection: a time range (ISO 8601 texts, UTC; a
+    bound may be cut short, ``2026-11-30`` or ``2026-11-30T10:21``) and words the question holds."""
+
+    since: str | None = None
+    until: str | None = None
+    text: str | None = None
+
+    def matches(self, row: SessionRow) -> bool:
+        if self.text and self.text.casefold() not in row.question.casefold():
+            return False
+        head = time_key(row.time)[0]
+        if self.since and (not head or head < _bound(self.since)):
+            return False
+        return not (self.until and (not head or head[: len(_bound(self.until))] > _bound(self.until)))
+
+
+def _bound(value: str) -> str:
+    """An ISO bound as the leading part of a time's seconds text (``T`` for a space, no ``Z``)."""
+    return value.strip().rstrip("Zz").replace(" ", "T").partition(".")[0]
+
+
+@dataclass(frozen=True)
 class SelectedEdge:
     """A GraphRAG Focus's selected edge: ``(s, p, o)`` and why it was kept."""
 

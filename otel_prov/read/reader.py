@@ -4,6 +4,7 @@ plain data of :mod:`.model`."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from ..model.vocab import GRAPH_RETRIEVAL
@@ -22,6 +23,8 @@ from .model import (
     time_key,
     type_from_iri,
 )
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class TraceReader:
@@ -130,6 +133,24 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
         if exists:
             raise TraceNotFound(f"{iri} is in the graph but belongs to no session (no Question upstream)")
         raise TraceNotFound(f"no trace {iri} in the explainability graph (see 'otel-prov list')")
+
+    def session_of_trace(self, trace_id: str) -> str:
+        """The session recorded from an OpenTelemetry trace (``trace_id``: 32 hex digits, as Jaeger
+        shows it): its top-level Question (a sub-trace run inside it shares its trace id).
+        :class:`TraceNotFound` when no node carries that trace id."""
+        value = trace_id.strip().lower()
+        if not _TRACE_ID.fullmatch(value):
+            raise TraceNotFound(f"not a trace id: {trace_id!r} (expected 32 hexadecimal digits)")
+        rows = self.select(f"""
+SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
+  ?n otelprov:traceId "{value}" .
+  OPTIONAL {{ ?n tg:query ?query }}
+  OPTIONAL {{ ?n prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
+}} }} ORDER BY ?n""")
+        if not rows:
+            raise TraceNotFound(f"no session recorded from trace {value} (see 'otel-prov list')")
+        tops = [r["n"] for r in rows if "query" in r and "parent" not in r]
+        return tops[0] if tops else self.find_question(rows[0]["n"])
 
     def trace(self, iri: str) -> tuple[Trace, list[TraceTriple]]:
         """The trace of ``iri`` (a Question, or any node of a trace), and its triples."""

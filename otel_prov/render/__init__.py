@@ -52,6 +52,8 @@ TRACE_FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("text", lambda s: text.trace_text(s.trace, s.jaeger_url), "text/plain; charset=utf-8", ".txt"),
     Format("json", lambda s: data.trace_json(s.trace, s.jaeger_url), "application/json", ".json"),
     Format("turtle", lambda s: rdf.triples_turtle(s.triples), "text/turtle", ".ttl"),
+    Format("trig", lambda s: rdf.triples_in_graph(s.triples, "trig"), "application/trig", ".trig"),
+    Format("jsonld", lambda s: rdf.triples_in_graph(s.triples, "jsonld"), "application/ld+json", ".jsonld"),
     Format("dot", lambda s: dot.to_dot(s.graph, s.title), "text/vnd.graphviz", ".dot"),
     Format("svg", lambda s: svg.to_svg(s.graph, s.title), "image/svg+xml", ".svg"),
 )}

@@ -11,8 +11,13 @@ from ..read.model import SessionRow, Trace, TraceStep
 from .links import jaeger_link
 
 
+def session_dicts(rows: Sequence[SessionRow]) -> list[dict[str, Any]]:
+    """The sessions as ``list --format json`` writes them (and the web view's API serves them)."""
+    return [r.as_json() for r in rows]
+
+
 def session_json(rows: Sequence[SessionRow]) -> str:
-    return json.dumps([r.as_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(session_dicts(rows), indent=2, ensure_ascii=False) + "\n"
 
 
 def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import IO, Any
 
 import pyoxigraph
 
-from ..model.vocab import PREFIXES
+from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from ..read.build import TraceTriple
 from ..stores.base import BNODE, IRI, QuadTerms, Term, Triple
 
@@ -40,6 +40,16 @@ def triples_turtle(triples: Iterable[TraceTriple]) -> str:
         (pyoxigraph.Triple(pyoxigraph.NamedNode(s), pyoxigraph.NamedNode(p), node(o)) for s, p, o in triples),
         key=str)
     data = pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.TURTLE, prefixes=PREFIXES)
+    return (data or b"").decode("utf-8")
+
+
+def triples_in_graph(triples: Iterable[TraceTriple], fmt: str) -> str:
+    """A trace's triples as quads of the explainability graph, sorted, in a format that keeps the
+    graph's name (``trig``, ``jsonld``, ``nquads``)."""
+    graph = pyoxigraph.NamedNode(GRAPH_RETRIEVAL)
+    items = sorted((pyoxigraph.Quad(pyoxigraph.NamedNode(s), pyoxigraph.NamedNode(p), node(o), graph)
+                    for s, p, o in triples), key=str)
+    data = pyoxigraph.serialize(items, format=EXPORT_FORMATS[fmt], prefixes=PREFIXES)
     return (data or b"").decode("utf-8")
 
 

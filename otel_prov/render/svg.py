@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
@@ -26,6 +27,8 @@ _DETAIL_LINES = 2
 _ROW_GAP = 46
 _COL_GAP = 28
 _MARGIN = 20
+_REL_CHAR_W = 5.6  # a 9px relation label: a generous average advance, so labels never touch
+_REL_ASCENT, _REL_DESCENT = 8.0, 3.0
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 """Characters XML 1.0 cannot hold (a thought or question may carry them): drawn as U+FFFD."""
 
@@ -75,15 +78,23 @@ def _ranks(graph: ProvGraph, boxes: dict[str, _Box]) -> None:
         if relation != "wasAssociatedWith":
             targets[s].append(o)
     memo: dict[str, int] = {}
-
-    def rank(iri: str, stack: frozenset[str]) -> int:
-        if iri not in memo:
-            above = [rank(o, stack | {iri}) for o in targets[iri] if o not in stack]
+    for root in boxes:  # depth first with an explicit stack (a chain may be 10,000 nodes long)
+        if root in memo:
+            continue
+        stack, on_stack = [(root, iter(targets[root]))], {root}
+        while stack:
+            iri, pending = stack[-1]
+            nxt = next((o for o in pending if o not in memo and o not in on_stack), None)
+            if nxt is not None:
+                stack.append((nxt, iter(targets[nxt])))
+                on_stack.add(nxt)
+                continue
+            stack.pop()
+            on_stack.discard(iri)
+            above = [memo[o] for o in targets[iri] if o in memo]
             memo[iri] = 1 + max(above) if above else 0
-        return memo[iri]
-
     for iri, box in boxes.items():
-        box.rank = rank(iri, frozenset())
+        box.rank = memo[iri]
     for iri, box in boxes.items():
         if box.node.shape == "agent":
             rows = [boxes[s].rank for s, o, r in graph.links if o == iri and r == "wasAssociatedWith"]
@@ -101,18 +112,24 @@ def _place(graph: ProvGraph, boxes: dict[str, _Box]) -> tuple[float, float]:
     for box in boxes.values():
         rows.setdefault(box.rank, []).append(box)
     targets: dict[str, list[str]] = {iri: [] for iri in boxes}
-    for s, o, _ in graph.links:
+    side_by_side: dict[frozenset[str], str] = {}
+    for s, o, relation in graph.links:
         targets[s].append(o)
+        if boxes[s].rank == boxes[o].rank:
+            side_by_side[frozenset((s, o))] = relation
     y = float(_MARGIN)
     for r in sorted(rows):
         row = rows[r]
 
         wanted = {b.node.iri: _barycentre(b, boxes, targets) for b in row}
         row.sort(key=lambda b: (b.node.shape == "agent", wanted[b.node.iri], b.node.iri))
-        right = float("-inf")
+        right, previous = float("-inf"), ""
         for box in row:
-            x = max(wanted[box.node.iri], right + _COL_GAP + box.w / 2)
-            box.x, right = x, x + box.w / 2
+            # an arrow between neighbours on one row gets room for its label
+            relation = side_by_side.get(frozenset((previous, box.node.iri)), "")
+            gap = max(_COL_GAP, len(relation) * _REL_CHAR_W + 24)
+            x = max(wanted[box.node.iri], right + gap + box.w / 2)
+            box.x, right, previous = x, x + box.w / 2, box.node.iri
         height = max(b.h for b in row)
         for box in row:
             box.y = y + (height - box.h) / 2
@@ -153,24 +170,110 @@ def _text(box: _Box) -> str:
     return "".join(spans)
 
 
-def _arrow(s: _Box, o: _Box, relation: str) -> str:
-    """From the top of the newer node ``s`` to the bottom of ``o`` (or side by side on one row)."""
+Rect = tuple[float, float, float, float]
+"""``(left, top, right, bottom)``."""
+
+
+def node_rect(box: _Box) -> Rect:
+    return (box.x - box.w / 2, box.y, box.x + box.w / 2, box.y + box.h)
+
+
+def overlap(a: Rect, b: Rect, pad: float = 0.0) -> bool:
+    """Whether two rectangles intersect (closer than ``pad``)."""
+    return a[0] < b[2] + pad and b[0] < a[2] + pad and a[1] < b[3] + pad and b[1] < a[3] + pad
+
+
+@dataclass
+class Label:
+    """A relation's name drawn beside its arrow (``anchor``: SVG text-anchor, ``y`` the baseline)."""
+
+    text: str
+    x: float
+    y: float
+    anchor: str
+
+    @property
+    def rect(self) -> Rect:
+        w = len(self.text) * _REL_CHAR_W
+        left = self.x if self.anchor == "start" else self.x - w
+        return (left, self.y - _REL_ASCENT, left + w, self.y + _REL_DESCENT)
+
+
+@dataclass
+class _Link:
+    source: _Box
+    target: _Box
+    relation: str
+    path: str
+    at: Callable[[float], tuple[float, float]]
+    """The point of the path at ``t`` (0: the source end, 1: the arrow's head)."""
+    label: Label | None = None
+
+
+def _link(s: _Box, o: _Box, relation: str, between: bool = False) -> _Link:
+    """From the top of the newer node ``s`` to the bottom of ``o``; side by side on one row, or
+    over the row when other nodes are ``between`` them."""
     if o.rank < s.rank:
         x1, y1, x2, y2 = s.x, s.y, o.x, o.y + o.h
         mid = (y1 + y2) / 2
         path = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2 + 2:.1f}"
+
+        def at(t: float) -> tuple[float, float]:
+            a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+            return (a + b) * x1 + (c + d) * x2, a * y1 + (b + c) * mid + d * y2
+    elif between:  # on one row with nodes in between: an arc over the row
+        x1, y1, x2, y2 = s.x, s.y, o.x, o.y
+        top = min(y1, y2) - _ROW_GAP * 0.6
+        path = f"M{x1:.1f},{y1:.1f} Q{(x1 + x2) / 2:.1f},{top:.1f} {x2:.1f},{y2 - 2:.1f}"
+
+        def at(t: float) -> tuple[float, float]:
+            return ((1 - t) ** 2 * x1 + 2 * (1 - t) * t * (x1 + x2) / 2 + t ** 2 * x2,
+                    (1 - t) ** 2 * y1 + 2 * (1 - t) * t * top + t ** 2 * y2)
     else:
         side = 1 if o.x > s.x else -1
         x1, y1 = s.x + side * s.w / 2, s.y + s.h / 2
         x2, y2 = o.x - side * o.w / 2, o.y + o.h / 2
         path = f"M{x1:.1f},{y1:.1f} L{x2 - side * 2:.1f},{y2:.1f}"
-    lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
-    if o.rank < s.rank and abs(x1 - x2) > 1:  # a curve: label it near its lower end
-        t, mid = 0.25, (y1 + y2) / 2
-        a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
-        lx, ly = (a + b) * x1 + (c + d) * x2, a * y1 + (b + c) * mid + d * y2
-    return (f'<path d="{path}" fill="none" stroke="#555" stroke-width="1.1" marker-end="url(#arrow)"/>'
-            f'<text x="{lx + 4:.1f}" y="{ly:.1f}" class="rel">{_xml(relation)}</text>')
+
+        def at(t: float) -> tuple[float, float]:
+            return x1 + (x2 - x1) * t, y1 + (y2 - y1) * t
+    return _Link(s, o, relation, path, at)
+
+
+_SPOTS = (0.5, 0.35, 0.65, 0.25, 0.75, 0.15, 0.85)
+"""Where along an arrow its label is tried, in order."""
+_NUDGES = (0.0, -8.0, 8.0, -16.0, 16.0)
+
+
+def _place_labels(links: list[_Link], boxes: Sequence[_Box]) -> None:
+    """Each relation's name at the first spot beside its arrow that overlaps no node and no label
+    placed before it; an arrow with no such spot is drawn without one (its name is its tooltip)."""
+    taken = [node_rect(b) for b in boxes]
+    for link in links:
+        for nudge in _NUDGES:
+            for t in _SPOTS:
+                x, y = link.at(t)
+                for label in (Label(link.relation, x + 4, y + 3 + nudge, "start"),
+                              Label(link.relation, x - 4, y + 3 + nudge, "end")):
+                    if not any(overlap(label.rect, r, 4.0) for r in taken):
+                        link.label = label
+                        break
+                if link.label:
+                    break
+            if link.label:
+                break
+        if link.label is not None:
+            taken.append(link.label.rect)
+
+
+def _arrow(link: _Link) -> str:
+    line = (f'<path d="{link.path}" fill="none" stroke="#555" stroke-width="1.1" '
+            f'marker-end="url(#arrow)"><title>{_xml(link.relation)}</title></path>')
+    if link.label is None:
+        return line
+    label = link.label
+    anchor = ' text-anchor="end"' if label.anchor == "end" else ""
+    return line + f'<text x="{label.x:.1f}" y="{label.y:.1f}"{anchor} class="rel">{_xml(label.text)}</text>'
 
 
 def _legend(y: float, shapes: set[str]) -> tuple[str, float]:
@@ -187,10 +290,32 @@ def _legend(y: float, shapes: set[str]) -> tuple[str, float]:
     return "".join(parts), y + 40
 
 
-def to_svg(graph: ProvGraph, title: str = "") -> str:
-    """A standalone SVG document of the graph (no external tool involved)."""
+@dataclass
+class Layout:
+    """Where everything of a picture goes (the drawn boxes, for tests as for :func:`to_svg`)."""
+
+    boxes: dict[str, _Box]
+    links: list[_Link]
+    width: float
+    height: float
+    head: float
+
+    @property
+    def labels(self) -> list[Label]:
+        return [link.label for link in self.links if link.label is not None]
+
+
+def _between(s: _Box, o: _Box, boxes: Iterable[_Box]) -> bool:
+    """Whether another node sits between two nodes of one row."""
+    if s.rank != o.rank:
+        return False
+    low, high = sorted((s.x, o.x))
+    return any(b.rank == s.rank and low < b.x < high for b in boxes)
+
+
+def layout(graph: ProvGraph, title: str = "") -> Layout:
     boxes = {n.iri: _box(n) for n in graph.nodes}
-    head = 30 if title else 0
+    head = 30.0 if title else 0.0
     if boxes:
         _ranks(graph, boxes)
         width, height = _place(graph, boxes)
@@ -198,23 +323,34 @@ def to_svg(graph: ProvGraph, title: str = "") -> str:
         width, height = 300.0, 2.0 * _MARGIN
     for box in boxes.values():
         box.y += head
-    legend, bottom = _legend(height + head, {n.shape for n in graph.nodes})
-    width = max(width, 300.0, len(title) * 8.2 + 2 * _MARGIN)
+    links = [_link(boxes[s], boxes[o], relation, _between(boxes[s], boxes[o], boxes.values()))
+             for s, o, relation in graph.links]
+    _place_labels(links, list(boxes.values()))
+    right = max([width - _MARGIN, *(link.label.rect[2] for link in links if link.label)])
+    return Layout(boxes, links, right + _MARGIN, height, head)
+
+
+def to_svg(graph: ProvGraph, title: str = "") -> str:
+    """A standalone SVG document of the graph (no external tool involved)."""
+    plan = layout(graph, title)
+    legend, bottom = _legend(plan.height + plan.head, {n.shape for n in graph.nodes})
+    width = max(plan.width, 300.0, len(title) * 8.2 + 2 * _MARGIN)
     body = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{bottom:.0f}" '
         f'viewBox="0 0 {width:.0f} {bottom:.0f}" font-family="{_FONT}" font-size="12">',
         "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
         "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/>"
-        "</marker><style>.rel{font-size:9px;fill:#666}</style></defs>",
+        "</marker><style>.rel{font-size:9px;fill:#555;paint-order:stroke;stroke:#fff;stroke-width:3px}"
+        "</style></defs>",
         f'<rect width="{width:.0f}" height="{bottom:.0f}" fill="white"/>',
     ]
     if title:
         body.append(f'<text x="{_MARGIN}" y="{_MARGIN + 4}" font-size="14" font-weight="bold">'
                     f"{_xml(title)}</text>")
-    for s, o, relation in graph.links:
-        body.append(_arrow(boxes[s], boxes[o], relation))
-    for box in boxes.values():
-        body.append(f"<g><title>{_xml(box.node.iri)}</title>{_shape(box)}{_text(box)}</g>")
+    body.extend(_arrow(link) for link in plan.links)
+    for box in plan.boxes.values():
+        body.append(f'<g class="node {box.node.shape}"><title>{_xml(box.node.iri)}</title>'
+                    f"{_shape(box)}{_text(box)}</g>")
     body.append(legend)
     body.append("</svg>")
     return "\n".join(body) + "\n"

@@ -25,9 +25,10 @@ from .links import jaeger_link
 QUESTION_WIDTH = 45
 """The list's Question column is cut to this many characters (as TrustGraph's)."""
 EMPTY = "No explainability sessions found."
-_HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime"}
-_SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
-             "observation": "Observation"}
+HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime"}
+"""A step's values not shown as its content (ids, times; the error is shown apart)."""
+SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
+            "observation": "Observation"}
 
 
 # -- list -----------------------------------------------------------------------------------------
@@ -88,12 +89,13 @@ def _pretty_json(text: str) -> str | None:
         return None
 
 
-def _term(value: str) -> str:
+def term(value: str) -> str:
+    """A knowledge-graph term as shown: an IRI by its local name, a literal quoted."""
     return local_name(value) if value.startswith(("http://", "https://", "urn:")) else json.dumps(value)
 
 
 def _edge_text(index: int, edge: SelectedEdge) -> list[str]:
-    what = f"({', '.join(_term(v) for v in edge.edge)})" if edge.edge else f"(no edge recorded on {edge.iri})"
+    what = f"({', '.join(term(v) for v in edge.edge)})" if edge.edge else f"(no edge recorded on {edge.iri})"
     lines = [f"  {index}. {what}"]
     if edge.reasoning:
         lines.append(f"     Reasoning: {edge.reasoning}")
@@ -102,7 +104,7 @@ def _edge_text(index: int, edge: SelectedEdge) -> list[str]:
 
 def _analysis(step: TraceStep) -> list[str]:
     lines = []
-    for name, label in _SHOWN_AS.items():
+    for name, label in SHOWN_AS.items():
         value = step.value(name)
         if value is None:
             if name == "action":
@@ -140,7 +142,7 @@ def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -
         answer = step.value("answer") if step.kind == "Conclusion" else step.value("content")
         lines += ["Answer:", *_indent(answer or "(empty)", "  ")]
     else:  # a step this viewer does not know: show what it has
-        shown = {k: v for k, v in step.values.items() if k not in _HIDDEN}
+        shown = {k: v for k, v in step.values.items() if k not in HIDDEN}
         lines.append(f"  Node: {step.iri}")
         for name, values in sorted(shown.items()):
             for value in values:
