@@ -11,6 +11,7 @@ documentation of these options.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,6 +152,12 @@ SERVE_ACK_TIMEOUT: Option[float] = Option(
     "OTEL_PROV_SERVE_ACK_TIMEOUT", "--ack-timeout", _number(0.1), DEFAULT_ACK_TIMEOUT)
 SERVE_DRAIN_TIMEOUT: Option[float] = Option(
     "OTEL_PROV_SERVE_DRAIN_TIMEOUT", "--drain-timeout", _number(0), DEFAULT_DRAIN_TIMEOUT)
+DEFAULT_UI_PORT = 8080
+UI_HOST: Option[str] = Option("OTEL_PROV_UI_HOST", "--host", _text, DEFAULT_HOST)
+UI_PORT: Option[int] = Option("OTEL_PROV_UI_PORT", "--port", _count(0), DEFAULT_UI_PORT)
+UI_TOKEN: Option[str | None] = Option("OTEL_PROV_UI_TOKEN", "--token", _text, None)
+UI_QUERY_TIMEOUT: Option[float] = Option("OTEL_PROV_UI_QUERY_TIMEOUT", "--query-timeout", _number(0.1), 10.0)
+UI_ROW_LIMIT: Option[int] = Option("OTEL_PROV_UI_ROW_LIMIT", "--row-limit", _count(1), 1000)
 EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _text, None)
 """The examples' agent asks this model of an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``) instead of following its offline policy."""
@@ -158,7 +165,8 @@ EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _tex
 OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
-    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, EXAMPLE_MODEL,
+    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT,
+    UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, EXAMPLE_MODEL,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
@@ -232,3 +240,68 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")
     return settings
+
+
+# -- binding beyond this machine ----------------------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None, *, allowed: bool, flag: str,
+                   token_option: Option[Any]) -> None:
+    """Refuse to listen beyond loopback without a token unless the operator said so (``allowed``,
+    given by ``flag``): anyone who can reach the address would be let in."""
+    if is_loopback(host) or token or allowed:
+        return
+    raise ConfigError(f"refusing to listen on {host} without a token: anyone who can reach it would be "
+                      f"let in; set {token_option.env} (or {token_option.flag}), or pass {flag} to "
+                      "allow it")
+
+
+# -- otel-prov ui -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UiSettings:
+    """Everything ``otel-prov ui`` needs (read-only: the store is never created or written)."""
+
+    store: StoreSpec
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_UI_PORT
+    token: str | None = None
+    jaeger_url: str | None = None
+    query_timeout: float = 10.0
+    row_limit: int = 1000
+
+
+def ui_settings(*, via: str = "argument", store: Any = None, host: Any = None, port: Any = None,
+                token: Any = None, jaeger_url: Any = None, query_timeout: Any = None,
+                row_limit: Any = None, public_without_token: bool = False) -> UiSettings:
+    """The settings of ``otel-prov ui``: each value given over its environment variable over its
+    default; a non-loopback host needs a token (or ``public_without_token``)."""
+    config = UiSettings(
+        store=STORE.get(store, via=via),
+        host=UI_HOST.get(host, via=via),
+        port=UI_PORT.get(port, via=via),
+        token=UI_TOKEN.get(token, via=via),
+        jaeger_url=JAEGER_URL.get(jaeger_url, via=via),
+        query_timeout=UI_QUERY_TIMEOUT.get(query_timeout, via=via),
+        row_limit=UI_ROW_LIMIT.get(row_limit, via=via),
+    )
+    if config.port > 65535:
+        raise ConfigError(f"{UI_PORT.flag}: expected a port 0-65535 (0 = any free port)")
+    if config.store.in_memory:
+        raise ConfigError("the store 'memory:' lives inside the process that writes it; give an on-disk "
+                          f"store with --store or {STORE.env}")
+    check_exposure(config.host, config.token, allowed=public_without_token,
+                   flag="--public-without-token", token_option=UI_TOKEN)
+    return config

@@ -1,5 +1,5 @@
 """The ``otel-prov`` command: list, show, export and query the explainability graph; run the demo;
-serve OTLP.
+serve OTLP; serve the web view.
 
 Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
 exporter's default store); the reading ones (:mod:`.read`: list, show, export, query) never create
@@ -22,7 +22,7 @@ from ..read.model import TYPES, TraceNotFound
 from ..render import LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
-from . import serve
+from . import serve, ui
 from .common import PROG, CliError
 from .read import cmd_export, cmd_list, cmd_query, cmd_show
 
@@ -126,8 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jaeger-url",
                    help=f"Jaeger UI base URL for the trace links ({settings.JAEGER_URL.env})")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the list, not each trace")
+    p.add_argument("--otlp", nargs="?", const="", metavar="ENDPOINT",
+                   help="also send the spans over OTLP/gRPC, e.g. to Jaeger (default endpoint: "
+                        "OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4317)")
+    p.add_argument("--ui", action="store_true",
+                   help="then serve the web view of the store (as 'otel-prov ui'; Ctrl-C stops)")
+    ui.add_flags(p, shared=False)
 
     serve.add_parser(sub)
+    ui.add_parser(sub)
     return parser
 
 

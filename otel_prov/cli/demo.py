@@ -1,5 +1,6 @@
 """``otel-prov demo``: run the example flows with the exporter writing to a store, then print
-``list`` and ``show`` of what they wrote."""
+``list`` and ``show`` of what they wrote; with ``--otlp`` the same spans also go to an OTLP endpoint
+(Jaeger), and with ``--ui`` the web view of the store is served afterwards."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import cast
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from .. import settings
 from ..examples.rag import doc_rag, graph_rag
@@ -18,20 +19,33 @@ from ..ingest.exporter import ProvSpanExporter
 from ..read.reader import TraceReader
 from ..render.text import session_table, trace_text
 from ..stores import ReadStore, StoreSpec, open_for_reading
-from .common import option, write
+from . import ui
+from .common import CliError, option, write
 
 
 def _say(text: str = "") -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _otlp(endpoint: str) -> SpanExporter:
+    """The OTLP/gRPC exporter (``endpoint`` empty: ``OTEL_EXPORTER_OTLP_ENDPOINT`` or its default)."""
+    try:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        raise CliError("--otlp needs the package opentelemetry-exporter-otlp-proto-grpc") from exc
+    return OTLPSpanExporter(endpoint=endpoint or None, timeout=10)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Progress goes to stderr, the ``list`` and ``show`` output to stdout."""
     collection = option(args, settings.COLLECTION) or "default"
     jaeger = option(args, settings.JAEGER_URL)
+    view = ui.config_from(args) if args.ui else None  # bad view options fail before anything runs
     exporter = ProvSpanExporter(store=option(args, settings.STORE), profile=option(args, settings.PROFILE))
     provider = TracerProvider(resource=Resource.create({"service.name": "otel-prov-demo"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if args.otlp is not None:
+        provider.add_span_processor(BatchSpanProcessor(_otlp(args.otlp)))
     policy = default_policy()
     opened: list[ReadStore] = []
     try:
@@ -63,15 +77,19 @@ def run_demo(args: argparse.Namespace) -> int:
             for iri in ids:
                 trace, _ = reader.trace(iri)
                 out += ["", f"$ otel-prov show {iri}", trace_text(trace, jaeger).rstrip("\n")]
-        out += ["", "Next: otel-prov show IRI --format svg --output trace.svg   (a picture of one trace)",
-                "      otel-prov query 'SELECT ?q ?text WHERE { ?q tg:query ?text }'"]
+        if view is None:
+            out += ["", "Next: otel-prov show IRI --format svg --output trace.svg   (a picture of one trace)",
+                    "      otel-prov query 'SELECT ?q ?text WHERE { ?q tg:query ?text }'",
+                    "      otel-prov ui   (the web view)"]
         write("\n".join(out) + "\n", None)
     finally:
         for opened_store in opened:
             opened_store.close()
-        provider.shutdown()
+        provider.shutdown()  # the store is released (and every span sent) before the view reads it
     stats = exporter.stats()
     if stats["store_failures"]:
         _say(f"otel-prov demo: {stats['store_failures']} store writes failed")
         return 1
+    if view is not None:
+        return ui.serve_view(view)
     return 0

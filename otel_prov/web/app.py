@@ -1,0 +1,461 @@
+"""The web view's pages and JSON API (Starlette, Jinja2 with autoescape on).
+
+Read-only: every request opens the store through its read protocol
+(:func:`otel_prov.stores.open_for_reading`, which never creates a store) and closes it before
+answering, so new sessions show up while agents run and no lock is kept between requests.  Every
+text a model or a tool wrote is escaped (Jinja2 autoescape) after control characters are made
+visible (:func:`otel_prov.render.text.visible`); the Content-Security-Policy allows no inline
+script besides.
+
+Pages: ``/`` (sessions), ``/sessions/{iri}`` (one session; ``?format=`` downloads it),
+``/trace/{trace_id}`` (a Jaeger trace id -> its session), ``/sparql``.  JSON: ``/api/...``
+(docs/ui.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import math
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode
+
+import jinja2
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from ..errors import StoreError, StoreNotFound
+from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
+from ..read.graph import step_summary, step_title
+from ..read.model import TYPES, SessionFilter, SessionRow, TraceNotFound, TraceStep
+from ..read.reader import TraceReader
+from ..render import TRACE_FORMATS, Shown, render_trace
+from ..render.data import session_dicts, trace_dict
+from ..render.links import jaeger_link
+from ..render.results import render_result
+from ..render.text import HIDDEN, term, visible
+from ..settings import UiSettings, is_loopback
+from ..stores import ReadStore, open_for_reading
+from ..stores.base import QueryResult
+
+logger = logging.getLogger(__name__)
+
+PAGE_SIZE = 50
+"""Sessions on one page of the list."""
+STEPS_PER_PAGE = 500
+"""Steps on one page of a session (a long agent run is paged)."""
+PICTURE_MAX_NODES = 400
+"""Above this many nodes the picture is not drawn in the page (it stays downloadable)."""
+MAX_QUERIES = 2
+"""SPARQL queries running at once (one that outlives its timeout keeps its place until it ends)."""
+MAX_QUERY_BYTES = 1 << 20
+"""A posted query larger than this is not read."""
+DOWNLOADS = ("turtle", "trig", "jsonld", "svg")
+COOKIE = "otel_prov_ui"
+EXAMPLE_QUERY = """SELECT ?session ?question ?time WHERE {
+  ?session a tg:Question ; tg:query ?question .
+  OPTIONAL { ?session prov:startedAtTime|prov:generatedAtTime ?time }
+} ORDER BY DESC(?time) LIMIT 20"""
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; "
+                               "form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def session_url(iri: str) -> str:
+    """The page of a session (any IRI: percent signs, ``#`` and ``?`` are escaped)."""
+    return "/sessions/" + quote(iri, safe=":/")
+
+
+def _shown(text: Any) -> str:
+    """Model or tool text for a page: control characters visible (escaping is Jinja2's)."""
+    return visible("" if text is None else str(text))
+
+
+def _when(value: str | None) -> str:
+    """``2026-11-30T10:21:06.024003318Z`` as ``2026-11-30 10:21:06 UTC``."""
+    if not value:
+        return ""
+    head = value.rstrip("Z").partition(".")[0].replace("T", " ")
+    return f"{head} UTC" if value.endswith("Z") else head
+
+
+def _pretty(arguments: str | None) -> str:
+    if not arguments:
+        return ""
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def _templates() -> Jinja2Templates:
+    # autoescape=True for every template whatever its name (Jinja2Templates(directory=...) would
+    # escape only .html/.htm/.xml names).
+    env = jinja2.Environment(loader=jinja2.PackageLoader("otel_prov.web", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
+                       title=step_title, summary=step_summary, term=term)
+    env.globals.update(hidden=HIDDEN)
+    return Jinja2Templates(env=env)
+
+
+class View:
+    """The pages and the API over one store (``config.store``), opened afresh for each request."""
+
+    def __init__(self, config: UiSettings) -> None:
+        self.config = config
+        self.templates = _templates()
+        self.queries = threading.BoundedSemaphore(MAX_QUERIES)
+        self.cookie = hashlib.sha256(f"otel-prov-ui:{config.token}".encode()).hexdigest() \
+            if config.token else ""
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def store(self) -> Iterator[ReadStore]:
+        opened = open_for_reading(self.config.store)
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        context.setdefault("store_name", str(self.config.store))
+        context.setdefault("nav", "")
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+    def problem(self, request: Request, status: int, title: str, message: str, *,
+                api: bool = False, **extra: Any) -> Response:
+        if api:
+            return JSONResponse({"error": message}, status_code=status)
+        return self.page(request, "error.html", status, title=title, message=message, **extra)
+
+    # -- the list ---------------------------------------------------------------------------------
+
+    def _sessions(self, request: Request) -> tuple[list[SessionRow], list[SessionRow], dict[str, Any]]:
+        """Every top-level session, those the request's filters keep, and the filters."""
+        params = request.query_params
+        wanted = {"type": params.get("type", ""), "collection": params.get("collection", ""),
+                  "since": params.get("since", ""), "until": params.get("until", ""),
+                  "q": params.get("q", "")}
+        with self.store() as store:
+            rows = TraceReader(store).sessions()
+        kind = TYPES.get(wanted["type"].lower())
+        keep = SessionFilter(since=wanted["since"] or None, until=wanted["until"] or None,
+                             text=wanted["q"].strip() or None)
+        kept = [r for r in rows if (kind is None or r.type == kind)
+                and (not wanted["collection"] or r.collection == wanted["collection"]) and keep.matches(r)]
+        return rows, kept, wanted
+
+    def list_page(self, request: Request) -> Response:
+        try:
+            rows, kept, wanted = self._sessions(request)
+        except StoreNotFound as exc:
+            empty = dict.fromkeys(("type", "collection", "since", "until", "q"), "")
+            return self.page(request, "list.html", nav="sessions", missing=str(exc), rows=[], total=0,
+                             all_count=0, wanted=empty, collections=[], types=TYPES, pages=None)
+        page = _int(request.query_params.get("page"), 1)
+        last = max(1, math.ceil(len(kept) / PAGE_SIZE))
+        page = min(max(page, 1), last)
+        shown = kept[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+        query = {k: v for k, v in wanted.items() if v}
+
+        def link(n: int) -> str:
+            return "/?" + urlencode({**query, "page": n})
+
+        pages = {"page": page, "last": last, "prev": link(page - 1) if page > 1 else None,
+                 "next": link(page + 1) if page < last else None}
+        collections = sorted({r.collection for r in rows if r.collection})
+        return self.page(request, "list.html", nav="sessions", missing=None, rows=shown, total=len(kept),
+                         all_count=len(rows), wanted=wanted, collections=collections, types=TYPES,
+                         pages=pages, first=(page - 1) * PAGE_SIZE)
+
+    def api_sessions(self, request: Request) -> Response:
+        try:
+            _, kept, _ = self._sessions(request)
+        except StoreNotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        offset = max(_int(request.query_params.get("offset"), 0), 0)
+        limit = min(max(_int(request.query_params.get("limit"), PAGE_SIZE), 1), 1000)
+        return JSONResponse({"sessions": session_dicts(kept[offset:offset + limit]), "total": len(kept),
+                             "offset": offset, "limit": limit})
+
+    def api_changes(self, request: Request) -> Response:
+        """A stamp that changes whenever the graph does (what the pages poll to refresh)."""
+        try:
+            with self.store() as store:
+                stamp = str(store.count(GRAPH_RETRIEVAL))
+        except StoreNotFound:
+            stamp = "none"
+        return JSONResponse({"stamp": stamp})
+
+    # -- one session ------------------------------------------------------------------------------
+
+    def _read(self, iri: str) -> Shown:
+        with self.store() as store:
+            trace, triples = TraceReader(store).trace(iri)
+        return Shown(trace, triples, self.config.jaeger_url)
+
+    def session_page(self, request: Request) -> Response:
+        iri = request.path_params["iri"]
+        fmt = request.query_params.get("format")
+        if fmt is not None and fmt not in TRACE_FORMATS:
+            return self.problem(request, 400, "Unknown format",
+                                f"unknown format {fmt!r}: one of {', '.join(TRACE_FORMATS)}")
+        try:
+            shown = self._read(iri)
+        except (TraceNotFound, StoreNotFound) as exc:
+            return self.problem(request, 404, "No such session", str(exc))
+        if shown.trace.id != iri and fmt is None:
+            return RedirectResponse(session_url(shown.trace.id), status_code=303)
+        if fmt is not None:
+            spec = TRACE_FORMATS[fmt]
+            name = shown.trace.id.rsplit(":", 1)[-1].replace("/", "-") + spec.suffix
+            return Response(render_trace(fmt, shown), media_type=spec.media_type,
+                            headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        trace = shown.trace
+        first = max(_int(request.query_params.get("steps"), 0), 0)
+        steps = trace.steps[first:first + STEPS_PER_PAGE]
+        paging = None
+        if len(trace.steps) > STEPS_PER_PAGE:
+            base = session_url(trace.id)
+            paging = {"first": first + 1, "last": first + len(steps), "total": len(trace.steps),
+                      "prev": f"{base}?steps={max(first - STEPS_PER_PAGE, 0)}" if first > 0 else None,
+                      "next": f"{base}?steps={first + STEPS_PER_PAGE}"
+                      if first + STEPS_PER_PAGE < len(trace.steps) else None}
+        nodes = len(shown.graph.nodes)
+        picture = Markup(render_trace("svg", shown)) if nodes <= PICTURE_MAX_NODES else None  # noqa: S704 - our SVG escapes every text
+        downloads = [(f, f"{session_url(trace.id)}?format={f}", TRACE_FORMATS[f].suffix) for f in DOWNLOADS]
+        return self.page(request, "session.html", trace=trace, steps=steps, paging=paging, picture=picture,
+                         nodes=nodes, jaeger=jaeger_link(self.config.jaeger_url, trace.trace_id),
+                         downloads=downloads, is_step=_is_analysis)
+
+    def api_session(self, request: Request) -> Response:
+        try:
+            shown = self._read(request.path_params["iri"])
+        except (TraceNotFound, StoreNotFound) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse(trace_dict(shown.trace, self.config.jaeger_url))
+
+    def _session_of_trace(self, trace_id: str) -> str:
+        with self.store() as store:
+            return TraceReader(store).session_of_trace(trace_id)
+
+    def trace_page(self, request: Request) -> Response:
+        trace_id = request.path_params["trace_id"]
+        try:
+            iri = self._session_of_trace(trace_id)
+        except (TraceNotFound, StoreNotFound) as exc:
+            return self.problem(request, 404, "No session for this trace", str(exc), trace_id=trace_id)
+        return RedirectResponse(session_url(iri), status_code=303)
+
+    def api_trace(self, request: Request) -> Response:
+        trace_id = request.path_params["trace_id"]
+        try:
+            iri = self._session_of_trace(trace_id)
+        except (TraceNotFound, StoreNotFound) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse({"trace_id": trace_id.lower(), "session": iri, "url": session_url(iri)})
+
+    # -- SPARQL -----------------------------------------------------------------------------------
+
+    def _run(self, text: str) -> tuple[QueryResult | None, bool, str | None, int]:
+        """The query's result (rows cut at the row limit), whether it was cut, an error, a status."""
+        if not self.queries.acquire(blocking=False):
+            return None, False, f"{MAX_QUERIES} queries are still running: try again later", 503
+        done = threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                with self.store() as store:
+                    outcome["result"] = store.run_query(text)
+            except BaseException as exc:  # handed to the request
+                outcome["error"] = exc
+            finally:
+                self.queries.release()
+                done.set()
+
+        threading.Thread(target=work, name="otel-prov-ui-query", daemon=True).start()
+        if not done.wait(self.config.query_timeout):
+            return None, False, (f"the query did not finish within {self.config.query_timeout:g} s "
+                                 "(--query-timeout)"), 504
+        error = outcome.get("error")
+        if isinstance(error, SyntaxError):
+            return None, False, f"SPARQL syntax error: {error}", 400
+        if isinstance(error, StoreNotFound):
+            return None, False, str(error), 404
+        if isinstance(error, StoreError):
+            return None, False, str(error), 400
+        if error is not None:
+            raise error
+        result: QueryResult = outcome["result"]
+        limit = self.config.row_limit
+        cut = len(result.rows) > limit or len(result.triples) > limit
+        result.rows, result.triples = result.rows[:limit], result.triples[:limit]
+        return result, cut, None, 200
+
+    async def _query_text(self, request: Request) -> str | None:
+        if request.method == "POST":  # a urlencoded form (read here: no multipart parser needed)
+            body = await request.body()
+            if len(body) > MAX_QUERY_BYTES:
+                return None
+            values = parse_qs(body.decode("utf-8", "replace")).get("query")
+            return values[0] if values else None
+        return request.query_params.get("query")
+
+    async def sparql_page(self, request: Request) -> Response:
+        text = await self._query_text(request)
+        context: dict[str, Any] = {"nav": "sparql", "prefixes": PREFIXES, "query": text or EXAMPLE_QUERY,
+                                   "result": None, "cut": False, "error": None,
+                                   "timeout": self.config.query_timeout, "row_limit": self.config.row_limit}
+        status = 200
+        if text:
+            result, cut, error, status = await _in_thread(self._run, text)
+            context.update(result=result, cut=cut, error=error)
+        return self.page(request, "sparql.html", status, **context)
+
+    async def api_sparql(self, request: Request) -> Response:
+        text = await self._query_text(request)
+        if not text:
+            return JSONResponse({"error": "no query: give it as ?query=... (or POST a form field query)"},
+                                status_code=400)
+        result, cut, error, status = await _in_thread(self._run, text)
+        if result is None:
+            return JSONResponse({"error": error}, status_code=status)
+        body = render_result(result, "json")
+        if result.kind == "graph":
+            return Response(body, media_type="application/n-triples")
+        data = json.loads(body)
+        if cut:
+            data["truncated"] = True
+        return JSONResponse(data, media_type="application/sparql-results+json")
+
+    # -- the rest ---------------------------------------------------------------------------------
+
+    def api_index(self, request: Request) -> Response:
+        return JSONResponse({"endpoints": {
+            "/api/sessions": "sessions, newest first: ?type=agent|graphrag|docrag&collection=&since=&until="
+                             "&q=&offset=&limit=",
+            "/api/sessions/{iri}": "one session (the same JSON as 'otel-prov show --format json')",
+            "/api/trace/{trace_id}": "the session recorded from a Jaeger trace id",
+            "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated)",
+            "/api/changes": "a stamp that changes whenever the store does",
+        }, "docs": "docs/ui.md"})
+
+
+def _is_analysis(step: TraceStep) -> bool:
+    return step.kind == "Analysis"
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+async def _in_thread(func: Callable[..., Any], *args: Any) -> Any:
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(func, *args)
+
+
+def _host_of(header: str) -> str:
+    """The host of a Host header (``[::1]:8080`` -> ``::1``)."""
+    if header.startswith("["):
+        return header[1:].partition("]")[0].lower()
+    return header.rpartition(":")[0].lower() if header.count(":") == 1 else header.lower()
+
+
+def _guard(view: View) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
+    """Host check (a page on another site cannot reach a loopback view through DNS rebinding),
+    the token (a bearer header, or the cookie ``?token=`` sets), and the security headers."""
+    loopback = is_loopback(view.config.host)
+
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        host = _host_of(request.headers.get("host", ""))
+        if loopback and host not in _LOOPBACK_NAMES:
+            response: Response = PlainTextResponse(f"unexpected Host header {host!r}", status_code=421)
+        else:
+            response = await _authorised(view, request, call_next)
+        response.headers.update(_HEADERS)
+        return response
+
+    return guard
+
+
+async def _authorised(view: View, request: Request,
+                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    token = view.config.token
+    if not token or request.url.path.startswith("/static/"):
+        return await call_next(request)
+    given = request.query_params.get("token")
+    if given is not None:
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return _unauthorised(view, request, "wrong token")
+        rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+        response.set_cookie(COOKIE, view.cookie, httponly=True, samesite="lax", path="/")
+        return response
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer ") and hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
+        return await call_next(request)
+    if hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), view.cookie.encode()):
+        return await call_next(request)
+    return _unauthorised(view, request, "this view needs a token")
+
+
+def _unauthorised(view: View, request: Request, message: str) -> Response:
+    headers = {"WWW-Authenticate": "Bearer"}
+    if request.url.path.startswith("/api"):
+        return JSONResponse({"error": message}, status_code=401, headers=headers)
+    response = view.page(request, "error.html", 401, title="Token needed", message=message, ask_token=True,
+                         store_name="")
+    response.headers.update(headers)
+    return response
+
+
+def create_app(config: UiSettings) -> Starlette:
+    """The web view over ``config.store`` (which need not exist yet)."""
+    view = View(config)
+    static = resources.files("otel_prov.web") / "static"
+    routes = [
+        Route("/", view.list_page),
+        Route("/sessions/{iri:path}", view.session_page),
+        Route("/trace/{trace_id}", view.trace_page),
+        Route("/sparql", view.sparql_page, methods=["GET", "POST"]),
+        Route("/api", view.api_index),
+        Route("/api/sessions", view.api_sessions),
+        Route("/api/sessions/{iri:path}", view.api_session),
+        Route("/api/trace/{trace_id}", view.api_trace),
+        Route("/api/sparql", view.api_sparql, methods=["GET", "POST"]),
+        Route("/api/changes", view.api_changes),
+        Mount("/static", StaticFiles(directory=str(static)), name="static"),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return view.problem(request, 404, "Not found", f"nothing at {request.url.path}",
+                            api=request.url.path.startswith("/api"))
+
+    return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=_guard(view))],
+                     exception_handlers={404: not_found})
