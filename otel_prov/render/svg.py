@@ -195,7 +195,7 @@ class Label:
     @property
     def rect(self) -> Rect:
         w = len(self.text) * _REL_CHAR_W
-        left = self.x if self.anchor == "start" else self.x - w
+        left = {"start": self.x, "end": self.x - w}.get(self.anchor, self.x - w / 2)
         return (left, self.y - _REL_ASCENT, left + w, self.y + _REL_DESCENT)
 
 
@@ -240,7 +240,7 @@ def _link(s: _Box, o: _Box, relation: str, between: bool = False) -> _Link:
     return _Link(s, o, relation, path, at)
 
 
-_SPOTS = (0.5, 0.35, 0.65, 0.25, 0.75, 0.15, 0.85)
+_SPOTS = (0.5, 0.35, 0.65, 0.25, 0.75, 0.15, 0.85, 0.1, 0.9)
 """Where along an arrow its label is tried, in order."""
 _NUDGES = (0.0, -8.0, 8.0, -16.0, 16.0)
 
@@ -254,7 +254,9 @@ def _place_labels(links: list[_Link], boxes: Sequence[_Box]) -> None:
             for t in _SPOTS:
                 x, y = link.at(t)
                 for label in (Label(link.relation, x + 4, y + 3 + nudge, "start"),
-                              Label(link.relation, x - 4, y + 3 + nudge, "end")):
+                              Label(link.relation, x - 4, y + 3 + nudge, "end"),
+                              Label(link.relation, x, y - 4 + nudge, "middle"),
+                              Label(link.relation, x, y + 11 + nudge, "middle")):
                     if not any(overlap(label.rect, r, 4.0) for r in taken):
                         link.label = label
                         break
@@ -272,7 +274,7 @@ def _arrow(link: _Link) -> str:
     if link.label is None:
         return line
     label = link.label
-    anchor = ' text-anchor="end"' if label.anchor == "end" else ""
+    anchor = f' text-anchor="{label.anchor}"' if label.anchor != "start" else ""
     return line + f'<text x="{label.x:.1f}" y="{label.y:.1f}"{anchor} class="rel">{_xml(label.text)}</text>'
 
 

@@ -1,0 +1,115 @@
+"""Headless Chromium for tests: Playwright (PyPI) driving Debian's Chromium (``.ci/setup --test``
+installs ``chromium-headless-shell``; never ``playwright install``), and the real Jaeger UI build
+from ``../shared/vendor`` (test data, never copied into the project).
+
+A missing browser, driver or UI build fails the test under ``CI`` and skips it elsewhere, naming
+what to provide.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.procs import REPO, in_ci
+
+CHROMIUM_ARGS = [
+    # Playwright passes most of these itself; repeated so that a closed network never sees Chromium's
+    # background connections.
+    "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+VENDORED_UI = Path("shared") / "vendor" / "jaeger-ui-1.76.0" / "jaeger-ui-build.tgz"
+
+
+def _missing(reason: str) -> None:
+    if in_ci():
+        pytest.fail(reason + " -- CI must run this test", pytrace=False)
+    pytest.skip(reason)
+
+
+def find_chromium() -> str | None:
+    """``OTEL_PROV_CHROMIUM``, else Debian's headless shell or Chromium (the binaries, not the
+    /usr/bin wrapper scripts)."""
+    given = os.environ.get("OTEL_PROV_CHROMIUM")
+    if given:
+        return given
+    for path in ("/usr/lib/chromium/chromium-headless-shell", "/usr/lib/chromium/chromium"):
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("chromium-headless-shell") or shutil.which("chromium")
+
+
+def launch(playwright: Any) -> Any:
+    exe = find_chromium()
+    if exe is None:
+        _missing("no Chromium: apt-get install chromium-headless-shell (bash .ci/setup --test does), "
+                 "or set OTEL_PROV_CHROMIUM")
+    return playwright.chromium.launch(executable_path=exe, headless=True, chromium_sandbox=False,
+                                      args=CHROMIUM_ARGS, timeout=30_000)
+
+
+def sync_playwright() -> Any:
+    try:
+        from playwright.sync_api import sync_playwright as start
+    except ImportError:
+        _missing("no playwright: pip install -e '.[test]' (bash .ci/setup --test does)")
+    return start()
+
+
+def jaeger_ui_tgz() -> Path:
+    """The vendored Jaeger UI build: ``OTEL_PROV_JAEGER_UI_TGZ``, else ``../shared/vendor`` beside
+    the repository (or beside the main checkout, from a git worktree)."""
+    given = os.environ.get("OTEL_PROV_JAEGER_UI_TGZ")
+    candidates = [Path(given)] if given else [REPO.parent / VENDORED_UI]
+    if not given:
+        try:
+            common = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--path-format=absolute",
+                                     "--git-common-dir"], capture_output=True, text=True, timeout=10,
+                                    check=False).stdout.strip()
+        except OSError:
+            common = ""
+        if common:
+            candidates.append(Path(common).parent.parent / VENDORED_UI)
+    for path in candidates:
+        if path.is_file():
+            return path
+    _missing(f"no Jaeger UI build at {candidates[0]}: set OTEL_PROV_JAEGER_UI_TGZ to a jaeger-ui build "
+             "archive (shared/vendor/jaeger-ui-1.76.0/jaeger-ui-build.tgz)")
+    raise AssertionError("unreachable")
+
+
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: ``OTEL_PROV_TEST_ARTIFACTS``, else a pytest temporary directory."""
+    given = os.environ.get("OTEL_PROV_TEST_ARTIFACTS")
+    path = Path(given) if given else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+OVERLAPS_JS = """
+() => {
+  const svg = document.querySelector('#picture svg');
+  const boxes = [];
+  for (const g of svg.querySelectorAll('g.node')) {
+    const b = g.getBBox(); boxes.push({what: 'node ' + g.textContent.slice(0, 40), b});
+  }
+  for (const t of svg.querySelectorAll('text.rel')) {
+    const b = t.getBBox(); boxes.push({what: 'label ' + t.textContent, b});
+  }
+  const hits = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i].b, c = boxes[j].b;
+    if (!boxes[i].what.startsWith('label') && !boxes[j].what.startsWith('label')) continue;
+    if (a.x < c.x + c.width && c.x < a.x + a.width && a.y < c.y + c.height && c.y < a.y + a.height)
+      hits.push(boxes[i].what + ' / ' + boxes[j].what);
+  }
+  return {labels: svg.querySelectorAll('text.rel').length, nodes: svg.querySelectorAll('g.node').length, hits};
+}
+"""
+"""Drawn boxes of the picture, as the browser measured them: labels that meet a node or a label."""
