@@ -109,7 +109,8 @@ OVERLAPS_JS = """
     if (a.x < c.x + c.width && c.x < a.x + a.width && a.y < c.y + c.height && c.y < a.y + a.height)
       hits.push(boxes[i].what + ' / ' + boxes[j].what);
   }
-  return {labels: svg.querySelectorAll('text.rel').length, nodes: svg.querySelectorAll('g.node').length, hits};
+  return {labels: svg.querySelectorAll('text.rel').length,
+          nodes: svg.querySelectorAll('g.node').length, hits};
 }
 """
 """Drawn boxes of the picture, as the browser measured them: labels that meet a node or a label."""
