@@ -114,3 +114,75 @@ OVERLAPS_JS = """
 }
 """
 """Drawn boxes of the picture, as the browser measured them: labels that meet a node or a label."""
+
+
+# -- the newcomer's set-up: Jaeger with the real UI, and `otel-prov demo --ui --otlp` -----------------
+
+
+class DemoStack:
+    """``collector-config/jaeger-ui.sh`` (Jaeger + the vendored UI, linking to the view) and
+    ``otel-prov demo --ui --otlp`` sending the demo's spans to that Jaeger and serving the view, each
+    on free 127.0.0.1 ports, stopped on exit."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.procs: list[Any] = []
+
+    def __enter__(self) -> DemoStack:
+        import re
+        import sys
+
+        from tests.procs import free_port, http_get, port_open, require_binary, start, wait_until
+
+        require_binary("jaeger")
+        tgz = jaeger_ui_tgz()
+        self.ui_port, otlp, query = free_port(), free_port(), free_port()
+        self.ui = f"http://127.0.0.1:{self.ui_port}"
+        self.jaeger = f"http://127.0.0.1:{query}"
+        env = {"JAEGER_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{otlp}",
+               "JAEGER_OTLP_HTTP_ENDPOINT": f"127.0.0.1:{free_port()}",
+               "JAEGER_QUERY_HTTP_ENDPOINT": f"127.0.0.1:{query}",
+               "JAEGER_QUERY_GRPC_ENDPOINT": f"127.0.0.1:{free_port()}",
+               "JAEGER_LOG_LEVEL": "warn", "JAEGER_UI_TGZ": str(tgz), "OTEL_PROV_UI_URL": self.ui,
+               "OTEL_PROV_JAEGER_UI_DIR": str(self.workdir / "jaeger-ui"),
+               "OTEL_PROV_BIN_DIR": str(require_binary("jaeger").parent)}
+        jaeger = start("jaeger", ["bash", str(REPO / "collector-config" / "jaeger-ui.sh")],
+                       self.workdir / "jaeger.log", env)
+        self.procs.append(jaeger)
+        wait_until(lambda: http_get(f"{self.jaeger}/api/services", 1.0)[0] == 200 and port_open(otlp), 60,
+                   "Jaeger with the UI", proc=jaeger)
+        self.store = self.workdir / "store"
+        command = [sys.executable, "-m", "otel_prov.cli", "demo", "--ui", "-q", "--store", str(self.store),
+                   "--port", str(self.ui_port), "--otlp", f"http://127.0.0.1:{otlp}",
+                   "--jaeger-url", self.jaeger]
+        demo = start("otel-prov demo --ui", command, self.workdir / "demo.log")
+        self.procs.append(demo)
+        self.demo = demo
+        wait_until(lambda: re.search(r"otel-prov ui: serving (\S+)", demo.log.read_text(errors="replace")),
+                   120, "the demo's web view", proc=demo)
+        return self
+
+    def trace_in_jaeger(self, trace_id: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The trace once Jaeger stops receiving spans of it (it answers as soon as one is stored)."""
+        import json
+        import time
+
+        from tests.procs import http_get, wait_until
+
+        seen: list[int] = []
+
+        def settled() -> dict[str, Any] | None:
+            status, body = http_get(f"{self.jaeger}/api/traces/{trace_id}")
+            if status != 200:
+                return None
+            trace: dict[str, Any] = json.loads(body)["data"][0]
+            seen.append(len(trace["spans"]))
+            time.sleep(0.3)
+            return trace if len(seen) > 1 and seen[-1] == seen[-2] else None
+
+        result: dict[str, Any] = wait_until(settled, timeout, f"trace {trace_id} in Jaeger")
+        return result
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in reversed(self.procs):
+            proc.terminate(timeout=15)
