@@ -427,3 +427,18 @@ def test_svg_download_of_a_strict_session_is_readable(tmp_path: Path) -> None:
         assert "wasAssociatedWith" in labels
     finally:
         running.stop()
+
+
+def test_the_ui_command_serves_until_sigterm(recorded: Recorded, tmp_path: Path) -> None:
+    import sys
+
+    from tests.procs import start, wait_until
+
+    proc = start("otel-prov ui", [sys.executable, "-m", "otel_prov.cli", "ui", "--store", str(recorded.path),
+                                  "--port", "0"], tmp_path / "ui.log")
+    try:
+        found = wait_until(lambda: re.search(r"otel-prov ui: serving (http://127\.0\.0\.1:\d+)/ \(store ",
+                                             proc.log.read_text()), 30, "the view", proc=proc)
+        assert "7 sessions" in get(found.group(1) + "/").text
+    finally:
+        assert proc.terminate() == 0, proc.tail()
