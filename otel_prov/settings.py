@@ -288,15 +288,11 @@ def ui_settings(*, via: str = "argument", store: Any = None, host: Any = None, p
                 row_limit: Any = None, public_without_token: bool = False) -> UiSettings:
     """The settings of ``otel-prov ui``: each value given over its environment variable over its
     default; a non-loopback host needs a token (or ``public_without_token``)."""
-    config = UiSettings(
-        store=STORE.get(store, via=via),
-        host=UI_HOST.get(host, via=via),
-        port=UI_PORT.get(port, via=via),
-        token=UI_TOKEN.get(token, via=via),
-        jaeger_url=JAEGER_URL.get(jaeger_url, via=via),
-        query_timeout=UI_QUERY_TIMEOUT.get(query_timeout, via=via),
-        row_limit=UI_ROW_LIMIT.get(row_limit, via=via),
-    )
+    given: dict[str, tuple[Option[Any], Any]] = {
+        "store": (STORE, store), "host": (UI_HOST, host), "port": (UI_PORT, port), "token": (UI_TOKEN, token),
+        "jaeger_url": (JAEGER_URL, jaeger_url), "query_timeout": (UI_QUERY_TIMEOUT, query_timeout),
+        "row_limit": (UI_ROW_LIMIT, row_limit)}
+    config = UiSettings(**{name: option.get(value, via=via) for name, (option, value) in given.items()})
     if config.port > 65535:
         raise ConfigError(f"{UI_PORT.flag}: expected a port 0-65535 (0 = any free port)")
     if config.store.in_memory:

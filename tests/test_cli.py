@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,9 @@ class Filled:
     """The Question IRI of an agent session whose policy failed in its second cycle."""
 
 
-def _fill(path: Path) -> Filled:
-    exporter = ProvSpanExporter(store=str(path))
+def fill(path: Path, profile: str = "seed", more: Callable[[TracerProvider], None] | None = None) -> Filled:
+    """The example flows, another collection, an unfinished and a failed session (then ``more``)."""
+    exporter = ProvSpanExporter(store=str(path), profile=profile)
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     try:
@@ -83,6 +85,8 @@ def _fill(path: Path) -> Filled:
         run_agent("What is the population of Berlin?", tracer_provider=provider, max_steps=1)
         with pytest.raises(PolicyError):
             run_agent("What is the area of Italy?", policy=StopAfter(1), tracer_provider=provider)
+        if more is not None:
+            more(provider)
     finally:
         provider.shutdown()
     store = open_for_reading(parse_store(str(path)))
@@ -97,7 +101,7 @@ def _fill(path: Path) -> Filled:
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
-    return _fill(tmp_path_factory.mktemp("cli") / "store")
+    return fill(tmp_path_factory.mktemp("cli") / "store")
 
 
 @dataclass
@@ -594,7 +598,7 @@ def test_help(command: str | None, capsysbinary: Any) -> None:
 def test_every_subcommand_is_registered() -> None:
     parser = build_parser()
     choices = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
-    assert set(SUBCOMMANDS) | {"serve"} == set(choices)
+    assert set(SUBCOMMANDS) | {"serve", "ui"} == set(choices)
 
 
 def test_usage_error_exit_status(capsysbinary: Any) -> None:
