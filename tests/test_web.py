@@ -18,10 +18,16 @@ import rdflib
 import requests
 
 from otel_prov import ConfigError
+from otel_prov import attributes as A
 from otel_prov.cli import main
-from otel_prov.read.model import SessionFilter, SessionRow
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import SpanRecord
+from otel_prov.model.quads import nquads
+from otel_prov.read.model import SessionFilter
+from otel_prov.read.reader import TraceReader
 from otel_prov.settings import UiSettings, ui_settings
 from otel_prov.stores import parse_store
+from otel_prov.stores.oxigraph import OxigraphStore
 from otel_prov.web import app as web_app
 from otel_prov.web import runner, session_url
 from tests.webdata import ESC, LONG, SCRIPT, Recorded, long_session, record, serve
@@ -114,14 +120,42 @@ def test_list_filters_and_paging(view: str, recorded: Recorded, monkeypatch: pyt
     assert 'rel="prev"' in second and 'rel="next"' in second
 
 
-def test_session_filter_bounds() -> None:
-    row = SessionRow("urn:x", "Agent", "What is the Capital?", "2026-11-30T10:21:06.024Z")
-    assert SessionFilter(text="capital").matches(row)
-    assert SessionFilter(since="2026-11-30T10:21", until="2026-11-30").matches(row)
-    assert SessionFilter(since="2026-11-30T10:21:06").matches(row)
-    assert not SessionFilter(since="2026-11-30T10:21:07").matches(row)
-    assert not SessionFilter(until="2026-11-30T10:21:05").matches(row)
-    assert not SessionFilter(until="2026-11-29").matches(row)
+DAY = 86_400 * 10**9
+
+
+def test_session_filters_are_applied_by_the_store() -> None:
+    """Text (any case), a time range whose bounds may be cut short, type, collection, paging."""
+    store = OxigraphStore(None)
+    t0 = 1_796_034_066_024_000_000  # 2026-11-30T10:21:06.024Z; then a day apart
+    questions = {1: "What is the Capital?", 2: "Which river?", 3: "How tall is it?"}
+    records = [SpanRecord(trace_id=n, span_id=n, name="invoke_agent", start_ns=t0 + (n - 1) * DAY,
+                          end_ns=t0 + (n - 1) * DAY + 1, attributes={
+                              A.FLOW: A.FLOW_AGENT if n != 3 else A.FLOW_DOC_RAG, A.STEP: A.STEP_SESSION,
+                              A.QUESTION: text, A.COLLECTION: "c2" if n == 2 else "default",
+                              **({A.ANSWER: "Paris"} if n == 1 else {})})
+               for n, text in questions.items()]
+    quads = TraceMapper("seed").map(records).add
+    store.add(nquads(quads), len(quads))
+    reader = TraceReader(store)
+
+    def listed(**kwargs: Any) -> list[str]:
+        return [row.question for row in reader.sessions(**kwargs)]
+
+    assert listed() == ["How tall is it?", "Which river?", "What is the Capital?"]  # newest first
+    assert listed(where=SessionFilter(text="capital")) == ["What is the Capital?"]
+    assert listed(where=SessionFilter(since="2026-11-30T10:21", until="2026-12-01")) == [
+        "Which river?", "What is the Capital?"]
+    assert listed(where=SessionFilter(since="2026-11-30T10:21:06")) == listed()
+    assert listed(where=SessionFilter(since="2026-11-30T10:21:07")) == ["How tall is it?", "Which river?"]
+    assert listed(where=SessionFilter(until="2026-11-30T10:21:06")) == ["What is the Capital?"]
+    assert listed(where=SessionFilter(until="2026-11-30T10:21:05")) == []
+    assert listed(where=SessionFilter(until="2026-11-29")) == []
+    assert listed(kind="DocRAG") == ["How tall is it?"]
+    assert listed(collection="c2") == ["Which river?"]
+    assert listed(limit=1, offset=1) == ["Which river?"]
+    assert reader.count_sessions() == 3 and reader.count_sessions(kind="Agent") == 2
+    assert reader.collections() == ["c2", "default"]
+    assert [row.status for row in reader.sessions()] == ["unfinished", "unfinished", "complete"]
 
 
 def test_list_json_is_the_cli_json(view: str, recorded: Recorded, capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,11 @@ class TraceNotFound(LookupError):
     """No node with that IRI in the explainability graph."""
 
 
+def flow_of_type(kind: str) -> str:
+    """The flow (``otel_prov.flow``) of a type name (``Agent``, ``GraphRAG``, ``DocRAG``)."""
+    return next(flow for flow, name in _FLOW_TYPES.items() if name == kind)
+
+
 def type_from_iri(iri: str) -> str | None:
     """A session's type from its Question's IRI pattern (the spec's first rule), else None."""
     flow = flow_of_question(iri)
@@ -32,15 +37,6 @@ def type_from_iri(iri: str) -> str | None:
 
 def local_name(iri: str) -> str:
     return re.split(r"[#/]", iri)[-1] or iri
-
-
-def time_key(value: str | None) -> tuple[str, str]:
-    """Sort key of an ISO timestamp text: the seconds part, then the fraction padded (so that
-    ``...:05Z`` sorts before ``...:05.5Z``)."""
-    if not value:
-        return ("", "")
-    head, _, frac = value.rstrip("Z").partition(".")
-    return (head, frac.ljust(9, "0"))
 
 
 @dataclass(frozen=True)
@@ -69,13 +65,16 @@ class SessionFilter:
     until: str | None = None
     text: str | None = None
 
-    def matches(self, row: SessionRow) -> bool:
-        if self.text and self.text.casefold() not in row.question.casefold():
-            return False
-        head = time_key(row.time)[0]
-        if self.since and (not head or head < _bound(self.since)):
-            return False
-        return not (self.until and (not head or head[: len(_bound(self.until))] > _bound(self.until)))
+    @property
+    def since_bound(self) -> str:
+        """The earliest time kept, as the leading part of a time's text (kept: ``time >= bound``)."""
+        return _bound(self.since or "")
+
+    @property
+    def until_bound(self) -> str:
+        """The latest time kept, as the leading part of a time's text (kept: the time's first
+        ``len(bound)`` characters ``<= bound``, so ``2026-11-30`` keeps that whole day)."""
+        return _bound(self.until or "")
 
 
 def _bound(value: str) -> str:

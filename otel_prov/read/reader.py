@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ..model.iris import QUESTION_PREFIXES
+from ..model.terms import literal
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..stores.base import ReadStore
 from .build import SUBTYPES, TraceTriple, build_trace
@@ -17,13 +19,16 @@ from .model import (
     FAILED,
     GRAPH_RAG,
     UNFINISHED,
+    SessionFilter,
     SessionRow,
     Trace,
     TraceNotFound,
-    time_key,
+    flow_of_type,
     type_from_iri,
 )
 
+MARKS_PER_QUESTION_UP_TO = 200
+"""Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -39,60 +44,104 @@ class TraceReader:
 
     # -- list ---------------------------------------------------------------------------------
     def sessions(self, *, kind: str | None = None, collection: str | None = None,
-                 limit: int | None = None) -> list[SessionRow]:
-        """Top-level sessions (sub-traces excluded), newest first.  Three flat queries; whether a
-        session ended, failed or ran an agent is worked out here from the derivation links (a
-        step counts for the nearest Question above it, so a sub-trace's steps are its own)."""
+                 where: SessionFilter | None = None, limit: int | None = None,
+                 offset: int = 0) -> list[SessionRow]:
+        """Top-level sessions (sub-traces excluded), newest first: filtered, ordered and cut by the
+        store (the query touches every Question, not every quad); whether each listed session ended,
+        failed or ran an agent is then read from its own steps only (a step counts for the nearest
+        Question above it, so a sub-trace's steps are its own)."""
+        clause = _where(kind, collection, where)
+        page = f"LIMIT {int(limit)}" if limit is not None else ""
+        if offset:
+            page += f" OFFSET {int(offset)}"
         rows = self.select(f"""
-SELECT ?q ?query ?time ?sub ?trace ?coll ?parent WHERE {{
+SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?sub)
+       (SAMPLE(?trace0) AS ?trace) (SAMPLE(?coll0) AS ?coll) WHERE {{
   GRAPH <{GRAPH_RETRIEVAL}> {{
-    ?q tg:query ?query .
-    OPTIONAL {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
-    OPTIONAL {{ ?q prov:startedAtTime ?time }}
-    OPTIONAL {{ ?q prov:generatedAtTime ?time }}
-    OPTIONAL {{ ?q a ?sub . FILTER(?sub IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
-    OPTIONAL {{ ?q otelprov:traceId ?trace }}
-    OPTIONAL {{ ?q otelprov:collection ?coll }}
+    ?q tg:query ?query0 .
+    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
+    OPTIONAL {{ ?q prov:startedAtTime|prov:generatedAtTime ?time0 }}
+    OPTIONAL {{ ?q a ?sub0 . FILTER(?sub0 IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
+    OPTIONAL {{ ?q otelprov:traceId ?trace0 }}
+    OPTIONAL {{ ?q otelprov:collection ?coll0 }}
   }}
-}}""")
-        questions = {row["q"] for row in rows}
-        marks = self._marks(questions)
-        by_id: dict[str, SessionRow] = {}
+  {clause}
+}} GROUP BY ?q ORDER BY DESC(?time) DESC(?q) {page}""")
+        marks = self._marks([row["q"] for row in rows])
+        sessions = []
         for row in rows:
             q = row["q"]
-            if q in by_id or "parent" in row:
-                continue
             found = marks.get(q, set())
             type_ = (type_from_iri(q) or SUBTYPES.get(row.get("sub", ""))
                      or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
             status = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
-            by_id[q] = SessionRow(q, type_, row.get("query", ""), row.get("time", ""), row.get("trace"),
-                                  row.get("coll"), status)
-        sessions = [s for s in by_id.values()
-                    if (kind is None or s.type == kind)
-                    and (collection is None or s.collection == collection)]
-        sessions.sort(key=lambda s: (time_key(s.time), s.id), reverse=True)
-        return sessions[:limit] if limit is not None else sessions
+            sessions.append(SessionRow(q, type_, row.get("query", ""), row.get("time", ""),
+                                       row.get("trace"), row.get("coll"), status))
+        return sessions
 
-    def _marks(self, questions: set[str]) -> dict[str, set[str]]:
+    def count_sessions(self, *, kind: str | None = None, collection: str | None = None,
+                       where: SessionFilter | None = None) -> int:
+        """How many top-level sessions :meth:`sessions` would list without a limit."""
+        rows = self.select(f"""
+SELECT (COUNT(DISTINCT ?q) AS ?n) WHERE {{
+  GRAPH <{GRAPH_RETRIEVAL}> {{
+    ?q tg:query ?query0 .
+    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
+    OPTIONAL {{ ?q prov:startedAtTime|prov:generatedAtTime ?time0 }}
+    OPTIONAL {{ ?q a ?sub0 . FILTER(?sub0 IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
+    OPTIONAL {{ ?q otelprov:collection ?coll0 }}
+  }}
+  {_where(kind, collection, where)}
+}}""")
+        return int(rows[0]["n"]) if rows else 0
+
+    def stamp(self) -> str:
+        """A short text that changes whenever a session starts, ends or records an error (what a
+        live view polls; cheaper than counting the graph's quads)."""
+        row = self.select(f"""
+SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?errors) WHERE {{
+  GRAPH <{GRAPH_RETRIEVAL}> {{
+    {{ ?q tg:query ?text }} UNION {{ ?end a tg:Conclusion }} UNION {{ ?end a tg:Synthesis }}
+    UNION {{ ?error otelprov:statusMessage ?m }} }} }}""")[0]
+        return f"{row['questions']}-{row['ends']}-{row['errors']}"
+
+    def collections(self) -> list[str]:
+        """The collections sessions were recorded in, sorted."""
+        return sorted(row["c"] for row in self.select(
+            f"SELECT DISTINCT ?c WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q otelprov:collection ?c }} }}"))
+
+    def _marks(self, questions: list[str]) -> dict[str, set[str]]:
         """Question -> what its own steps show: ``end`` (a Conclusion or Synthesis), ``error`` (an
-        error status, the Question's included), ``analysis``, ``chunks``."""
+        error status, the Question's included), ``analysis``, ``chunks``.  For a page of sessions
+        only the nodes derived from them are read; for many, one pass over the graph is cheaper."""
+        if not questions:
+            return {}
+        chain = "(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)*"
+        scope = ""
+        if len(questions) <= MARKS_PER_QUESTION_UP_TO:
+            scope = "VALUES ?root { " + " ".join(f"<{q}>" for q in questions) + " } ?n " + chain + " ?root ."
         up: dict[str, list[str]] = defaultdict(list)
         for row in self.select(f"""
-SELECT ?s ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
-  ?s prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used ?o }} }}"""):
-            up[row["s"]].append(row["o"])
-        marks: dict[str, set[str]] = defaultdict(set)
+SELECT DISTINCT ?n ?up WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
+  ?n prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used ?up }} }}"""):
+            up[row["n"]].append(row["up"])
+        found: dict[str, set[str]] = defaultdict(set)
         for row in self.select(f"""
-SELECT DISTINCT ?n ?mark WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
+SELECT DISTINCT ?n ?mark WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
   {{ ?n a tg:Conclusion BIND("end" AS ?mark) }} UNION {{ ?n a tg:Synthesis BIND("end" AS ?mark) }}
   UNION {{ ?n otelprov:statusMessage ?m BIND("error" AS ?mark) }}
   UNION {{ ?n a tg:Analysis BIND("analysis" AS ?mark) }}
   UNION {{ ?n tg:chunkCount ?c BIND("chunks" AS ?mark) }}
+  UNION {{ ?n tg:query ?text BIND("question" AS ?mark) }}
 }} }}"""):
-            owner = _nearest(row["n"], questions, up)
-            if owner is not None:
-                marks[owner].add(row["mark"])
+            found[row["n"]].add(row["mark"])
+        owners = set(questions) | {n for n, m in found.items() if "question" in m}
+        wanted = set(questions)
+        marks: dict[str, set[str]] = defaultdict(set)
+        for node, kinds in found.items():
+            owner = _nearest(node, owners, up)
+            if owner in wanted:
+                marks[owner] |= kinds - {"question"}
         return marks
 
     # -- show ---------------------------------------------------------------------------------
@@ -157,6 +206,28 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         question = self.find_question(iri)
         triples = self.triples(question)
         return build_trace(question, triples), triples
+
+
+def _where(kind: str | None, collection: str | None, where: SessionFilter | None) -> str:
+    """The SPARQL filters of a session listing (over ``?q``, ``?query0``, ``?time0``, ``?sub0``,
+    ``?coll0``).  A type is matched by the Question's subtype or IRI pattern (a Question with
+    neither is listed only without a type filter)."""
+    tests = []
+    if kind is not None:
+        subtype = next(t for t, name in SUBTYPES.items() if name == kind)
+        prefix = literal(QUESTION_PREFIXES[flow_of_type(kind)])
+        tests.append(f"(?sub0 = <{subtype}> || STRSTARTS(STR(?q), {prefix}))")
+    if collection is not None:
+        tests.append(f"?coll0 = {literal(collection)}")
+    if where is not None:
+        if where.text:
+            tests.append(f"CONTAINS(LCASE(STR(?query0)), LCASE({literal(where.text)}))")
+        if where.since:
+            tests.append(f"STR(?time0) >= {literal(where.since_bound)}")
+        if where.until:
+            bound = where.until_bound
+            tests.append(f"SUBSTR(STR(?time0), 1, {len(bound)}) <= {literal(bound)}")
+    return f"FILTER({' && '.join(tests)})" if tests else ""
 
 
 def _nearest(node: str, questions: set[str], up: dict[str, list[str]]) -> str | None:

@@ -38,9 +38,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ..errors import StoreError, StoreNotFound
-from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
+from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
-from ..read.model import TYPES, SessionFilter, SessionRow, TraceNotFound, TraceStep
+from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep
 from ..read.reader import TraceReader
 from ..render import TRACE_FORMATS, Shown, render_trace
 from ..render.data import session_dicts, trace_dict
@@ -151,32 +151,33 @@ class View:
 
     # -- the list ---------------------------------------------------------------------------------
 
-    def _sessions(self, request: Request) -> tuple[list[SessionRow], list[SessionRow], dict[str, Any]]:
-        """Every top-level session, those the request's filters keep, and the filters."""
+    def _filters(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The request's filters as given, and as :meth:`TraceReader.sessions` takes them."""
         params = request.query_params
         wanted = {"type": params.get("type", ""), "collection": params.get("collection", ""),
                   "since": params.get("since", ""), "until": params.get("until", ""),
                   "q": params.get("q", "")}
-        with self.store() as store:
-            rows = TraceReader(store).sessions()
-        kind = TYPES.get(wanted["type"].lower())
-        keep = SessionFilter(since=wanted["since"] or None, until=wanted["until"] or None,
-                             text=wanted["q"].strip() or None)
-        kept = [r for r in rows if (kind is None or r.type == kind)
-                and (not wanted["collection"] or r.collection == wanted["collection"]) and keep.matches(r)]
-        return rows, kept, wanted
+        where = SessionFilter(since=wanted["since"] or None, until=wanted["until"] or None,
+                              text=wanted["q"].strip() or None)
+        return wanted, {"kind": TYPES.get(wanted["type"].lower()),
+                        "collection": wanted["collection"] or None, "where": where}
 
     def list_page(self, request: Request) -> Response:
+        wanted, filters = self._filters(request)
+        page = _int(request.query_params.get("page"), 1)
         try:
-            rows, kept, wanted = self._sessions(request)
+            with self.store() as store:
+                reader = TraceReader(store)
+                total = reader.count_sessions(**filters)
+                last = max(1, math.ceil(total / PAGE_SIZE))
+                page = min(max(page, 1), last)
+                shown = reader.sessions(**filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+                all_count = total if not any(wanted.values()) else reader.count_sessions()
+                collections = reader.collections()
         except StoreNotFound as exc:
             empty = dict.fromkeys(("type", "collection", "since", "until", "q"), "")
             return self.page(request, "list.html", nav="sessions", missing=str(exc), rows=[], total=0,
                              all_count=0, wanted=empty, collections=[], types=TYPES, pages=None)
-        page = _int(request.query_params.get("page"), 1)
-        last = max(1, math.ceil(len(kept) / PAGE_SIZE))
-        page = min(max(page, 1), last)
-        shown = kept[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
         query = {k: v for k, v in wanted.items() if v}
 
         def link(n: int) -> str:
@@ -184,26 +185,29 @@ class View:
 
         pages = {"page": page, "last": last, "prev": link(page - 1) if page > 1 else None,
                  "next": link(page + 1) if page < last else None}
-        collections = sorted({r.collection for r in rows if r.collection})
-        return self.page(request, "list.html", nav="sessions", missing=None, rows=shown, total=len(kept),
-                         all_count=len(rows), wanted=wanted, collections=collections, types=TYPES,
+        return self.page(request, "list.html", nav="sessions", missing=None, rows=shown, total=total,
+                         all_count=all_count, wanted=wanted, collections=collections, types=TYPES,
                          pages=pages, first=(page - 1) * PAGE_SIZE)
 
     def api_sessions(self, request: Request) -> Response:
-        try:
-            _, kept, _ = self._sessions(request)
-        except StoreNotFound as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
+        _, filters = self._filters(request)
         offset = max(_int(request.query_params.get("offset"), 0), 0)
         limit = min(max(_int(request.query_params.get("limit"), PAGE_SIZE), 1), 1000)
-        return JSONResponse({"sessions": session_dicts(kept[offset:offset + limit]), "total": len(kept),
-                             "offset": offset, "limit": limit})
+        try:
+            with self.store() as store:
+                reader = TraceReader(store)
+                rows = reader.sessions(**filters, limit=limit, offset=offset)
+                total = reader.count_sessions(**filters)
+        except StoreNotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse({"sessions": session_dicts(rows), "total": total, "offset": offset,
+                             "limit": limit})
 
     def api_changes(self, request: Request) -> Response:
         """A stamp that changes whenever the graph does (what the pages poll to refresh)."""
         try:
             with self.store() as store:
-                stamp = str(store.count(GRAPH_RETRIEVAL))
+                stamp = TraceReader(store).stamp()
         except StoreNotFound:
             stamp = "none"
         return JSONResponse({"stamp": stamp})
