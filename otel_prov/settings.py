@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from .errors import ConfigError
+from .mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES, MAX_ATTRIBUTE_BYTES_CEILING
 from .model.profiles import PROFILES, SEED, check_profile
 from .stores import StoreSpec, default_store, parse_store
 
@@ -112,6 +113,19 @@ def _at_least(minimum: float, kind: Callable[[str], float], what: str) -> Callab
     return read
 
 
+def _bytes_between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """A reader of a byte count from ``minimum`` to ``maximum``."""
+    at_least = _count(minimum)
+
+    def read(value: str) -> int:
+        number = int(at_least(value))
+        if number > maximum:
+            raise ValueError(f"expected a whole number of bytes <= {maximum}")
+        return number
+
+    return read
+
+
 def _number(minimum: float) -> Callable[[str], float]:
     return _at_least(minimum, float, "a number")
 
@@ -158,6 +172,11 @@ UI_PORT: Option[int] = Option("OTEL_PROV_UI_PORT", "--port", _count(0), DEFAULT_
 UI_TOKEN: Option[str | None] = Option("OTEL_PROV_UI_TOKEN", "--token", _text, None)
 UI_QUERY_TIMEOUT: Option[float] = Option("OTEL_PROV_UI_QUERY_TIMEOUT", "--query-timeout", _number(0.1), 10.0)
 UI_ROW_LIMIT: Option[int] = Option("OTEL_PROV_UI_ROW_LIMIT", "--row-limit", _count(1), 1000)
+MAX_ATTRIBUTE_BYTES: Option[int] = Option(
+    "OTEL_PROV_MAX_ATTRIBUTE_BYTES", "--max-attribute-bytes",
+    _bytes_between(1024, MAX_ATTRIBUTE_BYTES_CEILING), DEFAULT_MAX_ATTRIBUTE_BYTES)
+"""The largest attribute value a span may carry (UTF-8 bytes; an array or map counted whole): a span
+with a larger one is rejected, never truncated (:mod:`otel_prov.mapping.limits`)."""
 EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _text, None)
 """The examples' agent asks this model of an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``) instead of following its offline policy."""
@@ -165,7 +184,7 @@ EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _tex
 OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
-    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT,
+    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, EXAMPLE_MODEL,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
@@ -200,6 +219,7 @@ class ServeSettings:
     max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES
     ack_timeout: float = DEFAULT_ACK_TIMEOUT
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
 
     def address(self, port: int | None) -> str:
         """``host:port`` (an IPv6 host in brackets)."""
@@ -212,7 +232,7 @@ class ServeSettings:
 def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = None, host: Any = None,
                    grpc_port: Any = None, http_port: Any = None, token: Any = None, tls_cert: Any = None,
                    tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
-                   drain_timeout: Any = None) -> ServeSettings:
+                   drain_timeout: Any = None, max_attribute_bytes: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -236,6 +256,7 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         max_inflight=SERVE_MAX_INFLIGHT.get(max_inflight, via=via),
         ack_timeout=SERVE_ACK_TIMEOUT.get(ack_timeout, via=via),
         drain_timeout=SERVE_DRAIN_TIMEOUT.get(drain_timeout, via=via),
+        max_attribute_bytes=MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")

@@ -324,7 +324,7 @@ def test_a_span_the_mapping_raises_on_loses_only_itself(captured, monkeypatch) -
     assert f"{TG}Conclusion" in types and f"{TG}Question" in types
     assert f"{TG}Analysis" not in types
     problems = exporter.stats()["problems"]
-    assert problems == {"span the mapping failed on, not stored (RuntimeError: mapping bug (test))": 1}
+    assert problems == {"span rejected, not stored (RuntimeError: mapping bug (test))": 1}
     exporter.shutdown()
 
 

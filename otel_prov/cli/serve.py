@@ -59,6 +59,8 @@ _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
     (settings.SERVE_ACK_TIMEOUT, "seconds a request waits for its commit before answering UNAVAILABLE",
      f"{settings.DEFAULT_ACK_TIMEOUT:g}"),
     (settings.SERVE_DRAIN_TIMEOUT, "seconds to drain at SIGTERM", f"{settings.DEFAULT_DRAIN_TIMEOUT:g}"),
+    (settings.MAX_ATTRIBUTE_BYTES, "largest attribute value in bytes; a span with a larger one is rejected "
+     "(partial_success), never truncated", settings.MAX_ATTRIBUTE_BYTES.default),
 )
 """Every option of ``serve`` with a flag: (option, help, the default shown)."""
 
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             via="flag", store=args.store, profile=args.profile, host=args.host, grpc_port=args.grpc_port,
             http_port=args.http_port, token=args.token, tls_cert=args.tls_cert, tls_key=args.tls_key,
             max_inflight=args.max_inflight, ack_timeout=args.ack_timeout,
-            drain_timeout=args.drain_timeout,
+            drain_timeout=args.drain_timeout, max_attribute_bytes=args.max_attribute_bytes,
         )
         stop = threading.Event()
         _on_signals(stop)

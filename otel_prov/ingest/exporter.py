@@ -31,6 +31,8 @@ class ProvSpanExporter(SpanExporter):
       ``$XDG_DATA_HOME/otel-prov/store``, ``~/.local/share/otel-prov/store`` without it),
       ``"memory:"``, a path, or any ``rdflib.Dataset``.
     - ``profile``: ``"seed"`` (default; ``OTEL_PROV_PROFILE``) or ``"strict"``.
+    - ``max_attribute_bytes``: a span with a larger attribute value is not stored (counted and
+      logged, never truncated); default 4 MiB (``OTEL_PROV_MAX_ATTRIBUTE_BYTES``).
 
     ``export()`` never raises and is thread-safe; quads are written by a background thread, so
     ``force_flush()`` waits until everything exported so far is stored.  ``shutdown()`` stores what
@@ -43,13 +45,15 @@ class ProvSpanExporter(SpanExporter):
         *,
         store: str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None = None,
         profile: str | None = None,
+        max_attribute_bytes: int | None = None,
     ) -> None:
         self.profile = settings.PROFILE.get(profile)
+        limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
         spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
         self.store_spec = spec
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
         self._pipeline = IngestPipeline(open_for_writing(spec), self.profile, name="otel-prov exporter",
-                                        rescue_dir=rescue_dir)
+                                        rescue_dir=rescue_dir, max_attribute_bytes=limit)
         self._problems = ProblemLog(logger, "otel-prov exporter")
 
     @property
@@ -70,8 +74,7 @@ class ProvSpanExporter(SpanExporter):
                     problems.append("span without a valid trace or span id")
             update = self._pipeline.submit(records).update
             problems.extend(update.problems)
-            problems.extend(f"span the mapping failed on, not stored ({error})"
-                            for _, error in update.failed)
+            problems.extend(f"span rejected, not stored ({error})" for _, error in update.failed)
             if problems:
                 self._problems.report(problems)
             return SpanExportResult.SUCCESS

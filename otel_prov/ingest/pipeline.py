@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
 
+from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import TraceMapper, Update
 from ..mapping.spans import SpanRecord
 from ..model.quads import nquads
@@ -42,11 +43,12 @@ class Submitted:
 class IngestPipeline:
     """Thread-safe.  Owns the mapper and the writer; closes the store with :meth:`close`."""
 
-    def __init__(self, store: WriteStore, profile: str, *, name: str, rescue_dir: Path | None = None) -> None:
+    def __init__(self, store: WriteStore, profile: str, *, name: str, rescue_dir: Path | None = None,
+                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES) -> None:
         self.store = store
         self.name = name
         """Who runs it (``otel-prov exporter``, ``otel-prov serve``), for log lines."""
-        self.mapper = TraceMapper(profile)
+        self.mapper = TraceMapper(profile, max_attribute_bytes=max_attribute_bytes)
         self.writer: Writer | AppendWriter = (
             AppendWriter(store) if _appends(store) else Writer(store, rescue_dir=rescue_dir))
         self.spans = 0

@@ -21,7 +21,7 @@ exported to us; the span below it is taken as a root until it arrives.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import attributes as A
@@ -37,6 +37,7 @@ from ..model.terms import iri, uuid_from_trace_id
 from ..model.vocab import NT
 from .dialects import dialect_of
 from .flows import Mapped, is_ours, map_span
+from .limits import ValueTooLarge
 from .spans import SpanLike, SpanRecord
 from .tree import Place, SpanTree
 
@@ -51,6 +52,8 @@ class AgentsMapped(Mapped):
     waiting: int = 0
     remote_roots: int = 0
     """Spans taken as roots because their parent is remote and has not arrived (it may)."""
+    too_large: dict[int, str] = field(default_factory=dict)
+    """Agent and tool spans (by span id) left out because a value is too large for the store."""
 
 
 class _TraceAgents:
@@ -140,7 +143,10 @@ class _TraceAgents:
                           start_ns=span.start_ns, end_ns=span.end_ns, attributes=attrs,
                           parent_id=span.parent_id, parent_remote=span.parent_remote, error=span.error,
                           status_message=span.status_message)
-        map_span(ours, self.profile, self.result)
+        try:
+            map_span(ours, self.profile, self.result)
+        except ValueTooLarge as exc:
+            self.result.too_large[span.span_id] = str(exc)
 
 
 def map_agent_traces(spans: Sequence[SpanLike], profile: str) -> AgentsMapped:

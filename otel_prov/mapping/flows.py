@@ -49,6 +49,7 @@ from ..model.terms import (
     value_term,
 )
 from ..model.vocab import NT
+from .limits import ValueTooLarge, check_terms
 from .spans import SpanLike, SpanRecord
 
 _G = NT.graph
@@ -384,7 +385,8 @@ def step_iri(span: SpanLike) -> str | None:
 
 
 def map_span(rec: SpanRecord, profile: str = SEED, into: Mapped | None = None) -> Mapped:
-    """The quads of one span that carries ``otel_prov.*`` attributes."""
+    """The quads of one span that carries ``otel_prov.*`` attributes.  Raises
+    :class:`~.limits.ValueTooLarge` (adding nothing) if a term would be too large for the store."""
     result = into if into is not None else Mapped()
     attrs = rec.attributes
     flow, step = attrs.get(A.FLOW), attrs.get(A.STEP)
@@ -406,7 +408,13 @@ def map_span(rec: SpanRecord, profile: str = SEED, into: Mapped | None = None) -
     )
     if question is None and step in (A.STEP_SESSION, A.STEP_QUESTION):
         result.problems.append(f"{step} span without {A.QUESTION}")
+    before = len(result.quads)
     handler(ctx)
+    try:
+        check_terms(result.quads, before)
+    except ValueTooLarge:  # none of the span's quads: they could never be written
+        del result.quads[before:]
+        raise
     result.mapped += 1
     return result
 

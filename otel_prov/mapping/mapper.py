@@ -33,7 +33,8 @@ from .agents import map_agent_traces
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
 from .spans import SpanRecord, SpanView
-from .tree import Kind, framework_role, trace_view, view_kind, view_size
+from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
+from .tree import Kind, framework_role, skeleton, trace_view, view_kind, view_size
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +91,11 @@ class TraceMapper:
     """Thread-safe.  One per exporter or receiver."""
 
     def __init__(self, profile: str, *, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
-                 max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES) -> None:
+                 max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES,
+                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES) -> None:
         self.profile = check_profile(profile)
+        self.max_attribute_bytes = max_attribute_bytes
+        """A span with a larger attribute value is rejected (:mod:`.limits`)."""
         self.max_traces = max_traces
         self.max_spans = max_spans
         self.max_spans_per_trace = max_spans_per_trace
@@ -111,7 +115,12 @@ class TraceMapper:
         direct = Mapped()
         by_trace: dict[int, list[SpanRecord]] = {}
         failed: list[tuple[SpanRecord, str]] = []
+        limit = self.max_attribute_bytes
         for rec in records:
+            too_large = oversized(rec.name, rec.attributes, rec.status_message, limit)
+            if too_large is not None:  # it could never be stored: rejected before it is remembered
+                failed.append((rec, too_large))
+                continue
             if is_ours(rec):
                 before = len(direct.quads)
                 try:
@@ -182,7 +191,7 @@ class TraceMapper:
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
         # span taken as a root because its (remote) parent was missing.
         if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
-            self._recompute(trace, update)
+            self._recompute(trace, update, recs)
         update.waiting += trace.waiting
 
     def _touch(self, trace_id: int) -> _TraceState:
@@ -194,9 +203,15 @@ class TraceMapper:
         trace = self._plain[trace_id] = _TraceState()
         return trace
 
-    def _recompute(self, trace: _TraceState, update: Update) -> None:
+    def _recompute(self, trace: _TraceState, update: Update, recs: list[SpanRecord]) -> None:
         try:
             result = map_agent_traces(list(trace.nodes.values()), self.profile)
+            if result.too_large:
+                # Those spans can never be stored: they become skeletons (kept for the tree's
+                # shape, never mapped again), the batch's are rejected, and the trace is mapped
+                # without them.
+                self._reject_too_large(trace, result.too_large, update, recs)
+                result = map_agent_traces(list(trace.nodes.values()), self.profile)
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
             if not self._failed:
                 logger.exception("otel-prov mapper: mapping a GenAI trace failed (logged once)")
@@ -213,6 +228,21 @@ class TraceMapper:
         counts = Counter(result.problems)
         update.problems.extend((counts - trace.problems).elements())
         trace.problems |= counts
+
+    @staticmethod
+    def _reject_too_large(trace: _TraceState, too_large: dict[int, str], update: Update,
+                          recs: list[SpanRecord]) -> None:
+        in_batch = {rec.span_id: rec for rec in recs}
+        for span_id, reason in too_large.items():
+            view = trace.nodes[span_id]
+            trace.nodes[span_id] = skeleton(view)._replace(name="")  # no role by its name either
+            trace.relevant -= 1
+            rec = in_batch.get(span_id)
+            if rec is not None:
+                update.failed.append((rec, reason))
+                update.mapped -= 1
+            else:
+                update.problems.append(f"span of a GenAI trace left out: {reason}")
 
     # -- memory bound -------------------------------------------------------------------------------
 

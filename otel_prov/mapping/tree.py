@@ -49,12 +49,12 @@ def trace_view(span: SpanLike) -> tuple[SpanView, str]:
     source = span.attributes
     if is_ours(span):
         kept = {key: source[key] for key in _OUR_KEYS if source.get(key) is not None}
-        return _skeleton(span, kept), Kind.OURS
+        return skeleton(span, kept), Kind.OURS
     dialect = dialect_of(span)
     role = dialect.role(span)
     if role is not Role.OTHER:
         return _view(span, dialect.keep(source, role)), Kind.RELEVANT
-    return _skeleton(span, _EMPTY), Kind.OTHER
+    return skeleton(span, _EMPTY), Kind.OTHER
 
 
 def view_kind(view: SpanLike) -> str:
@@ -69,7 +69,8 @@ def _view(span: SpanLike, attrs: Mapping[str, Any]) -> SpanView:
                     span.parent_id, span.parent_remote, span.error, span.status_message)
 
 
-def _skeleton(span: SpanLike, attrs: Mapping[str, Any]) -> SpanView:
+def skeleton(span: SpanLike, attrs: Mapping[str, Any] = _EMPTY) -> SpanView:
+    """The view of a span needed only for its place in the tree."""
     return SpanView(span.trace_id, span.span_id, span.name, span.start_ns, 0, attrs, span.parent_id,
                     span.parent_remote, False, "")
 

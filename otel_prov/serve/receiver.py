@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ..ingest.pipeline import IngestPipeline
 from ..ingest.problems import ProblemLog
+from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.spans import records_from_otlp
 from ..settings import DEFAULT_ACK_TIMEOUT, DEFAULT_MAX_INFLIGHT, DEFAULT_MAX_PENDING_BYTES
 from ..stores import WriteStore
@@ -72,6 +73,11 @@ class Outcome:
         return max(1, math.ceil(self.retry_after))
 
 
+def _kind(error: str) -> str:
+    """The kind of a span's rejection, for the problem counters (one line logged per kind)."""
+    return "too large for the store" if "limit" in error else "the mapping failed"
+
+
 def _unavailable(message: str, delay: float) -> Outcome:
     return Outcome(Answer.UNAVAILABLE, message, retry_after=delay)
 
@@ -112,13 +118,15 @@ class Receiver:
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         ack_timeout: float = DEFAULT_ACK_TIMEOUT,
         rescue_dir: Path | None = None,
+        max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
     ) -> None:
         self.store = store
         self._token = token.encode("utf-8") if token else None
         self._max_inflight = max_inflight
         self._max_pending_bytes = max_pending_bytes
         self._ack_timeout = ack_timeout
-        self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir)
+        self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
+                                        max_attribute_bytes=max_attribute_bytes)
         self._writer = self._pipeline.writer
         self.problems = ProblemLog(logger, "otel-prov serve")
         self.stats = ReceiverStats()
@@ -224,12 +232,12 @@ class Receiver:
         # A span the mapping raised on is rejected (a retry would fail the same way); the others
         # are stored.
         for rec, error in update.failed:
-            rejected.append(f"span {rec.name!r} could not be mapped ({error})")
+            rejected.append(f"span {rec.name[:200]!r} rejected: {error}")
         if update.failed:
             failed_ids = {id(rec) for rec, _ in update.failed}
             records = [rec for rec in records if id(rec) not in failed_ids]
         problems = list(update.problems)
-        problems += ["span the mapping failed on (rejected)"] * len(update.failed)
+        problems += [f"span rejected ({_kind(error)})" for _, error in update.failed]
         added = len(update.add)
         if invalid_ids:
             problems.append("spans rejected: invalid trace or span id")

@@ -22,6 +22,7 @@ def open_receiver(settings: ServeSettings) -> Receiver:
         max_pending_bytes=settings.max_pending_bytes,
         ack_timeout=settings.ack_timeout,
         rescue_dir=settings.store.rescue_dir,
+        max_attribute_bytes=settings.max_attribute_bytes,
     )
 
 
