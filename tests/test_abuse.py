@@ -9,9 +9,11 @@ import gzip
 from pathlib import Path
 
 import requests
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,16 +23,12 @@ from otel_prov.mapping.limits import MAX_ATTRIBUTE_BYTES_CEILING, MAX_TERM_BYTES
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import SpanRecord
 from otel_prov.serve.server import Server
+from tests import test_serve
 from tests.graphs import assert_isomorphic
-from tests.test_serve import (  # noqa: F401 - make_server is a fixture
-    MIB,
-    Make,
-    agent_spans,
-    make_server,
-    request_of,
-    stored,
-    stub,
-)
+from tests.test_serve import MIB, Make, agent_spans, request_of, stored, stub
+
+make_server = test_serve.make_server
+"""The fixture: the receiver's real gRPC and HTTP servers on port 0 around an in-memory store."""
 
 
 def with_big_attribute(spans: list[ReadableSpan], size: int) -> tuple[ExportTraceServiceRequest, int]:

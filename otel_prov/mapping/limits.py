@@ -36,7 +36,8 @@ MAX_ATTRIBUTE_BYTES_CEILING = MAX_TERM_BYTES // 2
 MAX_VALUE_DEPTH = 64
 """Levels of nested arrays and key-value lists kept in an attribute value."""
 TOO_DEEP_MARKER = f"[otel-prov: nested deeper than {MAX_VALUE_DEPTH} levels, not kept]"
-TOO_DEEP = f"attribute value nested deeper than {MAX_VALUE_DEPTH} levels (the deeper part replaced by a marker)"
+TOO_DEEP = (f"attribute value nested deeper than {MAX_VALUE_DEPTH} levels "
+            "(the deeper part replaced by a marker)")
 
 
 class ValueTooLarge(ValueError):

@@ -32,8 +32,8 @@ from ..model.quads import Quad
 from .agents import map_agent_traces
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
-from .spans import SpanRecord, SpanView
 from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
+from .spans import SpanRecord, SpanView
 from .tree import Kind, framework_role, skeleton, trace_view, view_kind, view_size
 
 logger = logging.getLogger(__name__)
