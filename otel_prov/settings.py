@@ -134,6 +134,19 @@ def _count(minimum: int) -> Callable[[str], int]:
     return _at_least(minimum, int, "a whole number")
 
 
+def _flag(value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(name.strip().lower() for name in value.split(",") if name.strip())
+
+
 def _path(value: str) -> Path:
     return Path(os.path.expanduser(value.strip()))
 
@@ -146,6 +159,8 @@ DEFAULT_HTTP_PORT = 4318
 DEFAULT_MAX_INFLIGHT = 64
 DEFAULT_ACK_TIMEOUT = 30.0
 DEFAULT_DRAIN_TIMEOUT = 30.0
+DEFAULT_MEMORY_BUDGET_MIB = 512
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 # The variable, the flag (None: none), how its text is read, the default.
 STORE: Option[StoreSpec] = Option("OTEL_PROV_STORE", "--store", _store, default_store)
@@ -166,6 +181,15 @@ SERVE_ACK_TIMEOUT: Option[float] = Option(
     "OTEL_PROV_SERVE_ACK_TIMEOUT", "--ack-timeout", _number(0.1), DEFAULT_ACK_TIMEOUT)
 SERVE_DRAIN_TIMEOUT: Option[float] = Option(
     "OTEL_PROV_SERVE_DRAIN_TIMEOUT", "--drain-timeout", _number(0), DEFAULT_DRAIN_TIMEOUT)
+SERVE_MEMORY_BUDGET: Option[int] = Option(
+    "OTEL_PROV_SERVE_MEMORY_BUDGET", "--memory-budget", _count(16), DEFAULT_MEMORY_BUDGET_MIB)
+"""MiB of request data serve holds at once (bodies, decoded requests, N-Quads queued for the store)."""
+SERVE_ALLOW_UNAUTHENTICATED: Option[bool] = Option(
+    "OTEL_PROV_SERVE_ALLOW_UNAUTHENTICATED", "--allow-unauthenticated", _flag, False)
+"""Listen on an address other than loopback without a token (refused otherwise)."""
+SERVE_ALLOWED_HOSTS: Option[tuple[str, ...]] = Option(
+    "OTEL_PROV_SERVE_ALLOWED_HOSTS", "--allowed-hosts", _names, ())
+"""Host names (besides localhost and IP addresses) an HTTP request may name without a token."""
 DEFAULT_UI_PORT = 8080
 UI_HOST: Option[str] = Option("OTEL_PROV_UI_HOST", "--host", _text, DEFAULT_HOST)
 UI_PORT: Option[int] = Option("OTEL_PROV_UI_PORT", "--port", _count(0), DEFAULT_UI_PORT)
@@ -184,7 +208,8 @@ EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _tex
 OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
-    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, MAX_ATTRIBUTE_BYTES,
+    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
+    SERVE_ALLOW_UNAUTHENTICATED, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, EXAMPLE_MODEL,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
@@ -200,6 +225,8 @@ ENV_JAEGER_URL = JAEGER_URL.env
 
 DEFAULT_MAX_PENDING_BYTES = 128 * 1024 * 1024
 """Past this many N-Quads bytes not yet written, serve refuses new requests (retryable)."""
+DEFAULT_MEMORY_BUDGET = DEFAULT_MEMORY_BUDGET_MIB * 1024 * 1024
+"""The default of ``--memory-budget``, in bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +247,15 @@ class ServeSettings:
     ack_timeout: float = DEFAULT_ACK_TIMEOUT
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    """Bytes (the option is in MiB)."""
+    allow_unauthenticated: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+
+    @property
+    def loopback(self) -> bool:
+        """Whether both transports listen on loopback only."""
+        return self.host.lower() in LOOPBACK_HOSTS or self.host.startswith("127.")
 
     def address(self, port: int | None) -> str:
         """``host:port`` (an IPv6 host in brackets)."""
@@ -232,7 +268,8 @@ class ServeSettings:
 def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = None, host: Any = None,
                    grpc_port: Any = None, http_port: Any = None, token: Any = None, tls_cert: Any = None,
                    tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
-                   drain_timeout: Any = None, max_attribute_bytes: Any = None) -> ServeSettings:
+                   drain_timeout: Any = None, max_attribute_bytes: Any = None, memory_budget: Any = None,
+                   allow_unauthenticated: Any = None, allowed_hosts: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -257,9 +294,17 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         ack_timeout=SERVE_ACK_TIMEOUT.get(ack_timeout, via=via),
         drain_timeout=SERVE_DRAIN_TIMEOUT.get(drain_timeout, via=via),
         max_attribute_bytes=MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes, via=via),
+        memory_budget=SERVE_MEMORY_BUDGET.get(memory_budget, via=via) * 1024 * 1024,
+        allow_unauthenticated=SERVE_ALLOW_UNAUTHENTICATED.get(allow_unauthenticated, via=via),
+        allowed_hosts=SERVE_ALLOWED_HOSTS.get(allowed_hosts, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")
+    if not settings.loopback and settings.token is None and not settings.allow_unauthenticated:
+        raise ConfigError(
+            f"refusing to listen on {settings.host} without a token: anyone who can reach it could write "
+            f"to the store. Set a token ({SERVE_TOKEN.env}, or {SERVE_TOKEN.flag}), or say so explicitly "
+            f"with {SERVE_ALLOW_UNAUTHENTICATED.flag} ({SERVE_ALLOW_UNAUTHENTICATED.env}=true)")
     return settings
 
 

@@ -140,9 +140,12 @@ def stored(server: Server) -> Any:
 
 
 def padded_request(size: int) -> ExportTraceServiceRequest:
-    """A request of about ``size`` bytes: one plain (non-agent) span with a large attribute."""
+    """A request of about ``size`` bytes: one plain (non-agent) span with large attributes (of 1 MiB
+    at most: under the limit per value)."""
+    pieces = [min(MIB, size - start) for start in range(0, size, MIB)]
     span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="big",
-                attributes=[KeyValue(key="padding", value=AnyValue(string_value="x" * size))])
+                attributes=[KeyValue(key=f"padding{i}", value=AnyValue(string_value="x" * n))
+                            for i, n in enumerate(pieces)])
     return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
 
 
@@ -228,8 +231,8 @@ def test_messages_up_to_64_mib(make_server: Make) -> None:
 def test_http_content_length_over_64_mib_is_413_without_reading_it(make_server: Make) -> None:
     server = make_server()
     with socket.create_connection(("127.0.0.1", server.http.port), timeout=10) as sock:
-        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
-                     b"Content-Length: %d\r\n\r\n" % (64 * MIB + 1))
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n" % (64 * MIB + 1))
         answer = sock.recv(4096)
     assert answer.startswith(b"HTTP/1.1 413")
 

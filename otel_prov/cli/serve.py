@@ -40,6 +40,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     for option, help_, default in _FLAGS:
         shown = f"; default {default}" if default is not None else ""
         parser.add_argument(str(option.flag), help=f"{help_} ({option.env}{shown})")
+    unauthenticated = settings.SERVE_ALLOW_UNAUTHENTICATED
+    parser.add_argument(str(unauthenticated.flag), action="store_const", const="true", default=None,
+                        help="listen on an address other than loopback without a token (refused "
+                             f"otherwise; {unauthenticated.env}=true)")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
     parser.set_defaults(func=run)
 
@@ -59,6 +63,10 @@ _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
     (settings.SERVE_ACK_TIMEOUT, "seconds a request waits for its commit before answering UNAVAILABLE",
      f"{settings.DEFAULT_ACK_TIMEOUT:g}"),
     (settings.SERVE_DRAIN_TIMEOUT, "seconds to drain at SIGTERM", f"{settings.DEFAULT_DRAIN_TIMEOUT:g}"),
+    (settings.SERVE_MEMORY_BUDGET, "MiB of request data held at once (bodies, decoded requests, N-Quads "
+     "queued for the store); past it, UNAVAILABLE/503", settings.DEFAULT_MEMORY_BUDGET_MIB),
+    (settings.SERVE_ALLOWED_HOSTS, "comma-separated host names an HTTP request may name in Host without a "
+     "token, besides localhost and IP addresses (DNS-rebinding protection)", None),
     (settings.MAX_ATTRIBUTE_BYTES, "largest attribute value in bytes; a span with a larger one is rejected "
      "(partial_success), never truncated", settings.MAX_ATTRIBUTE_BYTES.default),
 )
@@ -73,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
             http_port=args.http_port, token=args.token, tls_cert=args.tls_cert, tls_key=args.tls_key,
             max_inflight=args.max_inflight, ack_timeout=args.ack_timeout,
             drain_timeout=args.drain_timeout, max_attribute_bytes=args.max_attribute_bytes,
+            memory_budget=args.memory_budget, allow_unauthenticated=args.allow_unauthenticated,
+            allowed_hosts=args.allowed_hosts,
         )
         stop = threading.Event()
         _on_signals(stop)
@@ -84,9 +94,10 @@ def run(args: argparse.Namespace) -> int:
              f"http={server.http_address}" if server.http_address else "http=off",
              f"store={config.store}"]
     print("otel-prov serve: listening " + " ".join(parts), flush=True)
-    if config.host not in ("127.0.0.1", "localhost", "::1") and config.token is None:
-        logger.warning("otel-prov serve: listening on %s without a token (--token / %s): anyone who "
-                       "can reach it can write to the store", config.host, settings.SERVE_TOKEN.env)
+    if not config.loopback and config.token is None:
+        logger.warning("otel-prov serve: listening on %s without a token, as %s says: anyone who can "
+                       "reach it can write to the store", config.host,
+                       settings.SERVE_ALLOW_UNAUTHENTICATED.flag)
     try:
         while not stop.wait(0.5):
             pass

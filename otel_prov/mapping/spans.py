@@ -5,12 +5,15 @@ trace's tree keeps of it; :data:`SpanLike` either."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+
+from . import otlp
+from .limits import MAX_VALUE_DEPTH, TOO_DEEP, TOO_DEEP_MARKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,21 +110,25 @@ _FLAGS_REMOTE = 0x300
 """SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK | SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK: the parent is remote."""
 
 
-def from_otlp(span: Any) -> SpanRecord:
-    """An ``opentelemetry.proto.trace.v1.trace_pb2.Span``."""
+def from_otlp(span: Any, problems: list[str] | None = None) -> SpanRecord:
+    """An ``opentelemetry.proto.trace.v1.trace_pb2.Span`` (or one read shallow, :mod:`.otlp`).
+    A value nested too deep is cut (:data:`~.limits.TOO_DEEP`, appended to ``problems``)."""
     if len(span.trace_id) != 16 or not any(span.trace_id):
-        raise InvalidSpan(f"span {span.name!r}: trace_id must be 16 bytes, not all zero")
+        raise InvalidSpan(f"span {span.name[:200]!r}: trace_id must be 16 bytes, not all zero")
     if len(span.span_id) != 8 or not any(span.span_id):
-        raise InvalidSpan(f"span {span.name!r}: span_id must be 8 bytes, not all zero")
+        raise InvalidSpan(f"span {span.name[:200]!r}: span_id must be 8 bytes, not all zero")
     if span.parent_span_id and len(span.parent_span_id) != 8:
-        raise InvalidSpan(f"span {span.name!r}: parent_span_id must be 8 bytes or empty")
-    attributes = {kv.key: any_value(kv.value) for kv in span.attributes}
+        raise InvalidSpan(f"span {span.name[:200]!r}: parent_span_id must be 8 bytes or empty")
+    cut: list[bool] = []
+    attributes = {kv.key: any_value(kv.value, cut=cut) for kv in span.attributes}
     error = span.status.code == _STATUS_CODE_ERROR
     message = ""
     if error:
         message = span.status.message or _exception_message(
-            (ev.name, {kv.key: any_value(kv.value) for kv in ev.attributes}) for ev in span.events
+            (ev.name, {kv.key: any_value(kv.value, cut=cut) for kv in ev.attributes}) for ev in span.events
         )
+    if cut and problems is not None:
+        problems.append(TOO_DEEP)
     return SpanRecord(
         trace_id=int.from_bytes(span.trace_id, "big"),
         span_id=int.from_bytes(span.span_id, "big"),
@@ -136,28 +143,65 @@ def from_otlp(span: Any) -> SpanRecord:
     )
 
 
-def any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as the Python value the SDK would hold."""
+def any_value(value: Any, depth: int = 0, cut: list[bool] | None = None) -> Any:
+    """An OTLP ``AnyValue`` as the Python value the SDK would hold.  Nested arrays and key-value
+    lists (messages, or bytes in a request read shallow) are kept down to
+    :data:`~.limits.MAX_VALUE_DEPTH` levels; deeper, :data:`~.limits.TOO_DEEP_MARKER` stands for
+    the rest (and ``True`` is appended to ``cut``)."""
     kind = value.WhichOneof("value")
     if kind is None:
         return None
+    if kind not in ("array_value", "kvlist_value"):
+        return getattr(value, kind)
+    if depth >= MAX_VALUE_DEPTH:
+        if cut is not None:
+            cut.append(True)
+        return TOO_DEEP_MARKER
+    nested = getattr(value, kind)
     if kind == "array_value":
-        return tuple(any_value(v) for v in value.array_value.values)
-    if kind == "kvlist_value":
-        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
-    return getattr(value, kind)
+        if isinstance(nested, bytes):
+            nested = otlp.ArrayValue.FromString(nested)
+        return tuple(any_value(v, depth + 1, cut) for v in nested.values)
+    if isinstance(nested, bytes):
+        nested = otlp.KeyValueList.FromString(nested)
+    return {kv.key: any_value(kv.value, depth + 1, cut) for kv in nested.values}
+
+
+@dataclass
+class OtlpSlice:
+    """Some spans of an OTLP request, read: the valid ones, one message per span that can never be
+    accepted, and the problems met (values cut)."""
+
+    records: list[SpanRecord] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.records) + len(self.rejected)
+
+
+def otlp_slices(resource_spans: Iterable[Any], size: int) -> Iterator[OtlpSlice]:
+    """The spans of an ``ExportTraceServiceRequest.resource_spans``, read ``size`` at a time (so a
+    large request is never held as records all at once)."""
+    part = OtlpSlice()
+    for rs in resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                try:
+                    part.records.append(from_otlp(span, part.problems))
+                except InvalidSpan as exc:
+                    part.rejected.append(str(exc))
+                if len(part) >= size:
+                    yield part
+                    part = OtlpSlice()
+    if len(part):
+        yield part
 
 
 def records_from_otlp(resource_spans: Sequence[Any]) -> tuple[list[SpanRecord], list[str]]:
     """All spans of an OTLP ``ExportTraceServiceRequest.resource_spans``: the valid ones, and one
     message per span that can never be accepted."""
-    records: list[SpanRecord] = []
-    rejected: list[str] = []
-    for rs in resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                try:
-                    records.append(from_otlp(span))
-                except InvalidSpan as exc:
-                    rejected.append(str(exc))
-    return records, rejected
+    whole = OtlpSlice()
+    for part in otlp_slices(resource_spans, 1 << 62):
+        whole = part
+    return whole.records, whole.rejected

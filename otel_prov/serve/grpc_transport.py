@@ -16,15 +16,14 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
-    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
 from ..settings import ServeSettings
-from .receiver import MAX_MESSAGE_BYTES, Answer, Outcome, Receiver
+from .decode import MAX_MESSAGE_BYTES, BadRequest, decode_protobuf
+from .receiver import Answer, Outcome, Receiver
 from .rpc_status import UNAVAILABLE, retry_info, status
 
 logger = logging.getLogger(__name__)
@@ -63,11 +62,10 @@ class _Handlers:
             header = _metadata(context, "authorization")
             if not receiver.authorized(header):
                 self._abort(context, receiver.refuse_unauthenticated(header is not None))
-            request = ExportTraceServiceRequest()
             try:
-                request.ParseFromString(data)
-            except DecodeError as exc:
-                self._abort(context, receiver.refuse_invalid("undecodable protobuf", str(exc)))
+                request = decode_protobuf(data)
+            except BadRequest as exc:
+                self._abort(context, receiver.refuse_invalid(exc.kind, exc.detail))
             remaining = context.time_remaining()
             deadline = time.monotonic() + remaining if remaining is not None else None
             outcome = receiver.ingest(request, deadline)

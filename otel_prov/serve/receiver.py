@@ -24,19 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-from ..ingest.pipeline import IngestPipeline
+from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.problems import ProblemLog
+from ..ingest.writer import WriterFull
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
-from ..mapping.spans import records_from_otlp
-from ..settings import DEFAULT_ACK_TIMEOUT, DEFAULT_MAX_INFLIGHT, DEFAULT_MAX_PENDING_BYTES
+from ..mapping.spans import otlp_slices
+from ..settings import (
+    DEFAULT_ACK_TIMEOUT,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_PENDING_BYTES,
+    DEFAULT_MEMORY_BUDGET,
+)
 from ..stores import WriteStore
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""The largest request accepted (after decompression), as the OTLP specification recommends."""
 
 RETRY_BUSY_SECONDS = 1.0
 """Retry delay suggested when the in-flight bound is reached."""
@@ -45,6 +47,10 @@ RETRY_STORE_SECONDS = 5.0
 RETRY_DRAINING_SECONDS = 5.0
 _STORE_FAILING_GRACE = 0.5
 """A waiting request answers UNAVAILABLE once the store has been failing this long (seconds)."""
+
+SLICE_SPANS = 1000
+"""Spans of a request read and mapped at a time (~20-40 ms of mapping): between two slices,
+the other requests take their turn."""
 
 CLOSE_TIMEOUT = 120.0
 """Seconds to wait at shutdown for the writer to store what is queued (a hung store must not hang
@@ -102,6 +108,53 @@ class ReceiverStats:
         }
 
 
+class Turns:
+    """A lock granted in the order it was asked for (``threading.Lock`` is not fair: a thread that
+    releases it and asks again at once usually gets it back, so a large request mapped slice by
+    slice would still starve the others)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._cv:
+            ticket = self._next
+            self._next += 1
+            while self._serving != ticket:
+                self._cv.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cv:
+            self._serving += 1
+            self._cv.notify_all()
+
+
+class MemoryBudget:
+    """Bytes of request data held at once (bodies read, requests decoded and mapped), with the
+    N-Quads queued for the store (``queued``): a reservation that would go past ``limit`` is refused
+    -- unless nothing else is reserved, so that one request of any allowed size can always be served."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.reserved = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int, queued: int) -> bool:
+        with self._lock:
+            if self.reserved and self.reserved + queued + nbytes > self.limit:
+                return False
+            self.reserved += nbytes
+            self.peak = max(self.peak, self.reserved + queued)
+            return True
+
+    def give(self, nbytes: int) -> None:
+        with self._lock:
+            self.reserved -= nbytes
+
+
 # -- the receiver ---------------------------------------------------------------------------------
 
 
@@ -119,8 +172,11 @@ class Receiver:
         ack_timeout: float = DEFAULT_ACK_TIMEOUT,
         rescue_dir: Path | None = None,
         max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
     ) -> None:
         self.store = store
+        self.budget = MemoryBudget(memory_budget)
+        self._turns = Turns()
         self._token = token.encode("utf-8") if token else None
         self._max_inflight = max_inflight
         self._max_pending_bytes = max_pending_bytes
@@ -180,15 +236,28 @@ class Receiver:
             self._active -= 1
             self._cv.notify_all()
 
+    def take(self, nbytes: int) -> Outcome | None:
+        """Reserve ``nbytes`` of the memory budget for a request (its body, what decoding it
+        takes); an UNAVAILABLE outcome if that would go past the budget.  :meth:`give` them back
+        once the request is answered."""
+        if self.budget.take(nbytes, self._writer.pending_bytes):
+            return None
+        self._refused("request refused: memory budget reached")
+        return _unavailable("the receiver's memory budget is in use; retry", RETRY_BUSY_SECONDS)
+
+    def give(self, nbytes: int) -> None:
+        self.budget.give(nbytes)
+
     def draining_outcome(self) -> Outcome:
         self._refused("request refused: shutting down")
         return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
 
-    def ingest(self, request: ExportTraceServiceRequest, deadline: float | None = None) -> Outcome:
+    def ingest(self, request: Any, deadline: float | None = None) -> Outcome:
         """Map and store one request; returns after its quads are committed, or with a refusal.
 
         ``deadline`` (``time.monotonic()`` seconds) shortens the wait for the commit (a client's
-        gRPC deadline); the default is the receiver's ack timeout.
+        gRPC deadline); the default is the receiver's ack timeout.  ``request`` is an
+        ``ExportTraceServiceRequest``, or one read shallow (:mod:`otel_prov.mapping.otlp`).
         """
         refusal = self._admit()
         if refusal is not None:
@@ -224,31 +293,44 @@ class Receiver:
         self.problems.report([f"request refused: {kind}"])
         return outcome
 
-    def _ingest(self, request: ExportTraceServiceRequest, deadline: float | None) -> Outcome:
-        records, rejected = records_from_otlp(request.resource_spans)
-        invalid_ids = len(rejected)
-        submitted = self._pipeline.submit(records)
-        seq, update = submitted.seq, submitted.update
-        # A span the mapping raised on is rejected (a retry would fail the same way); the others
-        # are stored.
-        for rec, error in update.failed:
-            rejected.append(f"span {rec.name[:200]!r} rejected: {error}")
-        if update.failed:
-            failed_ids = {id(rec) for rec, _ in update.failed}
-            records = [rec for rec in records if id(rec) not in failed_ids]
-        problems = list(update.problems)
-        problems += [f"span rejected ({_kind(error)})" for _, error in update.failed]
-        added = len(update.add)
-        if invalid_ids:
-            problems.append("spans rejected: invalid trace or span id")
-        if problems:
-            self.problems.report(problems)
+    def _ingest(self, request: Any, deadline: float | None) -> Outcome:
+        """Read, map and submit the request a slice at a time (:data:`SLICE_SPANS` spans): a large
+        request never holds all its spans as records at once, and it takes its turn at the mapping
+        slice by slice, in arrival order with the other requests, so it cannot starve them."""
+        rejected: list[str] = []
+        accepted = added = 0
+        seq = self._writer.submitted  # a request with no span waits for nothing new
+        for part in otlp_slices(request.resource_spans, SLICE_SPANS):
+            rejected.extend(part.rejected)
+            problems = part.problems
+            if part.rejected:
+                problems.append("spans rejected: invalid trace or span id")
+            try:
+                with self._turns:
+                    submitted = self._pipeline.submit(part.records)
+            except WriterFull:
+                self._refused_inflight("the store is not keeping up")
+                return _unavailable("the store is not keeping up; retry", RETRY_BUSY_SECONDS)
+            except PipelineClosed:
+                self._refused_inflight("closed while mapping")
+                return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
+            seq, update = submitted.seq, submitted.update
+            # A span the mapping raised on, or too large for the store, is rejected (a retry would
+            # fail the same way); the others are stored.
+            for rec, error in update.failed:
+                rejected.append(f"span {rec.name[:200]!r} rejected: {error}")
+                problems.append(f"span rejected ({_kind(error)})")
+            accepted += len(part.records) - len(update.failed)
+            added += len(update.add)
+            problems.extend(update.problems)
+            if problems:
+                self.problems.report(problems)
         failure = self._await(seq, deadline)
         if failure is not None:
             return failure
         with self._cv:
             self.stats.acknowledged_requests += 1
-            self.stats.spans_acknowledged += len(records)
+            self.stats.spans_acknowledged += accepted
             self.stats.spans_rejected += len(rejected)
             self.stats.quads_submitted += added
         if rejected:
@@ -305,6 +387,8 @@ class Receiver:
         with self._cv:
             info: dict[str, Any] = {"status": status, "in_flight": self._inflight}
             info.update(self.stats.as_dict())
+        info["memory_reserved"] = self.budget.reserved
+        info["memory_queued"] = self._writer.pending_bytes
         info["store_failures"] = self._writer.failures
         info["quads_written"] = self._writer.written_quads
         info["problems"] = dict(self.problems.counts)

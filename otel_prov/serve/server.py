@@ -23,6 +23,7 @@ def open_receiver(settings: ServeSettings) -> Receiver:
         ack_timeout=settings.ack_timeout,
         rescue_dir=settings.store.rescue_dir,
         max_attribute_bytes=settings.max_attribute_bytes,
+        memory_budget=settings.memory_budget,
     )
 
 
