@@ -6,8 +6,13 @@ serve`` as a process), real clients, raw sockets where a client library would re
 from __future__ import annotations
 
 import gzip
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -22,10 +27,15 @@ from otel_prov import ProvSpanExporter, spans_to_dataset
 from otel_prov.mapping.limits import MAX_ATTRIBUTE_BYTES_CEILING, MAX_TERM_BYTES
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import SpanRecord
+from otel_prov.serve.http_server import HttpLimits
+from otel_prov.serve.receiver import Receiver
 from otel_prov.serve.server import Server
+from otel_prov.settings import ServeSettings
+from otel_prov.stores import StoreSpec
+from otel_prov.stores.oxigraph import OxigraphStore
 from tests import test_serve
 from tests.graphs import assert_isomorphic
-from tests.test_serve import MIB, Make, agent_spans, request_of, stored, stub
+from tests.test_serve import MIB, GatedStore, Make, agent_spans, request_of, stored, stub
 
 make_server = test_serve.make_server
 """The fixture: the receiver's real gRPC and HTTP servers on port 0 around an in-memory store."""
@@ -140,3 +150,197 @@ def test_a_term_that_escaping_makes_too_large_is_rejected_in_both_mappings() -> 
     assert not later.failed
     assert any('"calc"' == quad[2] for quad in later.add)
     assert all(len(term.encode()) <= MAX_TERM_BYTES for quad in later.add for term in quad)
+
+
+# -- item 2: HTTP on a real server stack ---------------------------------------------------------
+
+
+def raw(port: int, data: bytes, *, wait: float = 5.0) -> bytes:
+    """Send ``data`` on a fresh connection; everything the server answers until it closes the
+    connection (or ``wait`` seconds pass without a byte)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        try:
+            sock.sendall(data)
+        except OSError:
+            pass  # closed on us while sending: read what it said
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+        return answer
+
+
+def post_head(length: str | None = None, *, host: str = "127.0.0.1", extra: str = "") -> bytes:
+    head = f"POST /v1/traces HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-protobuf\r\n{extra}"
+    if length is not None:
+        head += f"Content-Length: {length}\r\n"
+    return (head + "\r\n").encode()
+
+
+HEALTH_REQUEST = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def statuses(answer: bytes) -> list[int]:
+    return [int(line.split()[1]) for line in answer.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+
+
+@pytest.mark.parametrize("length", ["-1", "1_0", "+10", "0x10", "10, 11"])
+def test_content_length_is_parsed_strictly_and_the_body_is_never_a_request(make_server: Make,
+                                                                          length: str) -> None:
+    server = make_server()
+    # The "body" is a whole request of its own: read as one, it would be answered too.
+    answer = raw(server.http.port, post_head(length) + HEALTH_REQUEST)
+    assert statuses(answer) == [400], answer[:300]
+    assert server.receiver.stats.acknowledged_requests == 0
+    assert_serving(server)
+
+
+def test_a_negative_chunk_size_is_400(make_server: Make) -> None:
+    server = make_server()
+    answer = raw(server.http.port, post_head(extra="Transfer-Encoding: chunked\r\n")
+                 + b"-5\r\nhello\r\n0\r\n\r\n")
+    assert statuses(answer) == [400], answer[:300]
+    assert_serving(server)
+
+
+def test_a_chunked_body_over_64_mib_is_413_before_it_is_all_read(make_server: Make) -> None:
+    server = make_server()
+    chunk = b"%x\r\n" % MIB + b"\0" * MIB + b"\r\n"
+    with socket.create_connection(("127.0.0.1", server.http.port), timeout=30) as sock:
+        sock.sendall(post_head(extra="Transfer-Encoding: chunked\r\n"))
+        sent = 0
+        try:
+            while sent < 100:  # 100 MiB, if the server let it
+                sock.sendall(chunk)
+                sent += 1
+        except OSError:
+            pass
+        sock.settimeout(10)
+        try:
+            answer = sock.recv(65536)
+        except OSError:
+            answer = b""
+    assert sent < 100, "the server read 100 MiB"
+    assert answer.startswith(b"HTTP/1.1 413") or answer == b"", answer[:200]
+    assert server.receiver.budget.reserved == 0
+    assert_serving(server)
+
+
+def test_gzip_members_are_all_read_and_trailing_bytes_refused(make_server: Make) -> None:
+    server = make_server()
+    spans = agent_spans(2)
+    body = request_of(spans).SerializeToString()
+    half = len(body) // 2
+    two_members = gzip.compress(body[:half]) + gzip.compress(body[half:])
+    url = f"http://{server.http_address}/v1/traces"
+    headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}
+    resp = requests.post(url, data=two_members, headers=headers, timeout=10)
+    assert resp.status_code == 200, resp.content
+    assert_isomorphic(spans_to_dataset(spans), stored(server))
+    for trailing in (b"garbage", b"\0\0\0\0", b"\x1f"):
+        member = gzip.compress(request_of(agent_spans()).SerializeToString())
+        resp = requests.post(url, data=member + trailing, headers=headers, timeout=10)
+        assert resp.status_code == 400, (trailing, resp.content)
+    assert server.receiver.stats.acknowledged_requests == 1
+
+
+def test_without_a_token_a_request_naming_another_host_is_refused(make_server: Make) -> None:
+    server = make_server()
+    spans = agent_spans()
+    body = request_of(spans).SerializeToString()
+    port = server.http.port
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", ""):
+        answer = raw(port, post_head(str(len(body)), host=host) + body)
+        assert statuses(answer) == [403], (host, answer[:200])
+    assert server.receiver.stats.acknowledged_requests == 0
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "[::1]", "localhost"):
+        answer = raw(port, post_head(str(len(body)), host=host).replace(
+            b"Host", b"Connection: close\r\nHost") + body)
+        assert statuses(answer) == [200], (host, answer[:200])
+
+
+def test_with_a_token_any_host_may_be_named(make_server: Make) -> None:
+    server = make_server(token="s3cret")
+    body = request_of(agent_spans()).SerializeToString()
+    extra = "Authorization: Bearer s3cret\r\nConnection: close\r\n"
+    answer = raw(server.http.port, post_head(str(len(body)), host="collector.internal", extra=extra) + body)
+    assert statuses(answer) == [200], answer[:200]
+
+
+def test_a_client_that_goes_away_is_no_traceback(make_server: Make, caplog: pytest.LogCaptureFixture) -> None:
+    store = GatedStore()
+    server = make_server(store)
+    body = request_of(agent_spans()).SerializeToString()
+    port = server.http.port
+    with caplog.at_level(logging.DEBUG):
+        # Gone in the middle of its body; then gone while its request waits for the commit.
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(post_head(str(len(body))) + body[:10])
+        store.gate.clear()
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(post_head(str(len(body))) + body)
+            assert store.entered.wait(10)
+        store.gate.set()
+        wait_for(lambda: server.receiver.stats.acknowledged_requests == 1, "the request to be stored")
+        assert_serving(server)
+    tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+    assert not tracebacks, [r.getMessage() for r in tracebacks]
+
+
+def wait_for(predicate: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def tight_server(make_server: Make) -> Iterator[Server]:
+    """The receiver on small HTTP limits: 20 connections, deadlines of a second."""
+    limits = HttpLimits(max_connections=20, header_timeout=1.0, body_timeout=1.0, idle_timeout=1.0,
+                        graceful_timeout=1.0)
+    settings = ServeSettings(store=StoreSpec("memory"), profile="seed", grpc_port=0, http_port=0)
+    server = Server(settings, Receiver(OxigraphStore(None), "seed"), http_limits=limits)
+    try:
+        yield server
+    finally:
+        server.stop(5)
+
+
+def test_a_request_sent_too_slowly_is_cut_off(tight_server: Server) -> None:
+    port = tight_server.http.port
+    body = request_of(agent_spans()).SerializeToString()
+    cases = {
+        "nothing": b"",
+        "half the headers": post_head(str(len(body)))[:30],
+        "half the body": post_head(str(len(body))) + body[: len(body) // 2],
+    }
+    for what, data in cases.items():
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(data)
+            start = time.monotonic()
+            try:
+                while sock.recv(65536):
+                    pass
+            except ConnectionResetError:
+                pass
+            assert time.monotonic() - start < 8, f"{what}: the connection stayed open"
+    assert tight_server.http.stats()["timed_out"] >= 3
+    assert tight_server.receiver.stats.acknowledged_requests == 0
+
+
+def test_idle_connections_past_the_cap_do_not_lock_anyone_out(tight_server: Server) -> None:
+    port = tight_server.http.port
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+    try:
+        time.sleep(0.2)
+        assert tight_server.http.server.open_connections <= 20
+        for _ in range(3):
+            assert statuses(raw(port, HEALTH_REQUEST.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")))\
+                == [200]
+        assert tight_server.http.stats()["evicted_idle"] >= 40
+    finally:
+        for sock in idle:
+            sock.close()

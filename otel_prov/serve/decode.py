@@ -24,6 +24,12 @@ from ..mapping.limits import MAX_VALUE_DEPTH, TOO_DEEP_MARKER
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The largest request accepted (after decompression), as the OTLP specification recommends."""
 
+DECODED_PER_BYTE = 3
+"""Memory a protobuf request takes per byte while it is decoded and mapped (the body, and the
+decoded message, ~2x: measured), reserved in the receiver's memory budget."""
+DECODED_PER_JSON_BYTE = 10
+"""The same for OTLP/JSON (the parsed document is ~8x the text)."""
+
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 _NESTED_JSON = ("kvlistValue", "kvlist_value", "arrayValue", "array_value")
 _JSON_MESSAGE_DEPTH = 3 * MAX_VALUE_DEPTH + 16

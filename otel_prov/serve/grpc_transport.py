@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from ..settings import ServeSettings
-from .decode import MAX_MESSAGE_BYTES, BadRequest, decode_protobuf
+from .decode import DECODED_PER_BYTE, MAX_MESSAGE_BYTES, BadRequest, decode_protobuf
 from .receiver import Answer, Outcome, Receiver
 from .rpc_status import UNAVAILABLE, retry_info, status
 
@@ -36,6 +36,22 @@ RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"
 # grpc.health.v1.HealthCheckResponse{status: SERVING | NOT_SERVING}: field 1, varint.
 _HEALTH_SERVING = b"\x08\x01"
 _HEALTH_NOT_SERVING = b"\x08\x02"
+
+GRPC_LIMITS: dict[str, int] = {
+    "grpc.max_allowed_incoming_connections": 256,  # connections open at once; more are refused
+    "grpc.server_handshake_timeout_ms": 10_000,  # a connection that never speaks HTTP/2 is closed
+    "grpc.max_concurrent_streams": 16,  # calls at once on one connection (HTTP/2 SETTINGS)
+    "grpc.max_connection_idle_ms": 5 * 60_000,  # an idle connection is closed (GOAWAY)
+    "grpc.max_connection_age_ms": 30 * 60_000,  # then GOAWAY: clients reconnect (and rebalance)
+    "grpc.max_connection_age_grace_ms": 60_000,  # for the calls in flight at that moment
+    "grpc.keepalive_time_ms": 60_000,  # ping an idle client, to find dead connections
+    "grpc.keepalive_timeout_ms": 20_000,
+    "grpc.keepalive_permit_without_calls": 1,  # clients may ping while idle ...
+    "grpc.http2.min_ping_interval_without_data_ms": 5_000,  # ... but not more often than this
+    "grpc.max_metadata_size": 64 * 1024,
+}
+"""grpcio's limits (channel arguments of the server).  Concurrency is bounded by the receiver's
+in-flight count and memory budget, not grpcio's ``maximum_concurrent_rpcs`` (see above)."""
 
 _EXTRA_WORKERS = 16
 """Threads beyond the in-flight bound, so that refusals are answered at once under load."""
@@ -58,14 +74,21 @@ class _Handlers:
         receiver = self._receiver
         if not receiver.begin():
             self._abort(context, receiver.draining_outcome())
+        held = 0
         try:
             header = _metadata(context, "authorization")
             if not receiver.authorized(header):
                 self._abort(context, receiver.refuse_unauthenticated(header is not None))
+            # grpcio has received the message: what decoding it takes is reserved first.
+            refusal = receiver.take(len(data) * DECODED_PER_BYTE)
+            if refusal is not None:
+                self._abort(context, refusal)
+            held = len(data) * DECODED_PER_BYTE
             try:
                 request = decode_protobuf(data)
             except BadRequest as exc:
                 self._abort(context, receiver.refuse_invalid(exc.kind, exc.detail))
+            del data
             remaining = context.time_remaining()
             deadline = time.monotonic() + remaining if remaining is not None else None
             outcome = receiver.ingest(request, deadline)
@@ -77,6 +100,7 @@ class _Handlers:
                     rejected_spans=outcome.rejected_spans, error_message=outcome.message))
             return bytes(response.SerializeToString())
         finally:
+            receiver.give(held)
             receiver.end()
 
     @staticmethod
@@ -119,6 +143,7 @@ class GrpcTransport:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
+            *GRPC_LIMITS.items(),
         ]
         self._executor = futures.ThreadPoolExecutor(
             max_workers=settings.max_inflight + _EXTRA_WORKERS, thread_name_prefix="otel-prov-grpc")

@@ -35,7 +35,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..settings import ServeSettings
-from .decode import MAX_MESSAGE_BYTES, BadRequest, Gunzip, decode_json, decode_protobuf, too_large
+from .decode import DECODED_PER_BYTE as DECODED_PER_BYTE_PROTOBUF
+from .decode import (
+    DECODED_PER_JSON_BYTE,
+    MAX_MESSAGE_BYTES,
+    BadRequest,
+    Gunzip,
+    decode_json,
+    decode_protobuf,
+    too_large,
+)
 from .http_server import HostCheck, HttpLimits, HttpServer
 from .receiver import Answer, Outcome, Receiver
 from .rpc_status import INVALID_ARGUMENT, UNAUTHENTICATED, UNAVAILABLE
@@ -48,9 +57,8 @@ HEALTH_PATH = "/health"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
-DECODED_PER_BYTE = {PROTOBUF: 3, JSON: 10}
-"""Memory a request takes per byte of its (decompressed) body while it is decoded, estimated from
-measurements: the body, the decoded protobuf (~2x), or for JSON the parsed document (~8x)."""
+DECODED_PER_BYTE = {PROTOBUF: DECODED_PER_BYTE_PROTOBUF, JSON: DECODED_PER_JSON_BYTE}
+"""Memory a request takes per byte of its (decompressed) body while it is decoded."""
 
 _EXTRA_WORKERS = 16
 """Threads beyond the in-flight bound, so that refusals are answered at once under load."""
@@ -148,7 +156,7 @@ class OtlpHttpApp:
             length = int(length_text)
             if length > MAX_MESSAGE_BYTES:
                 raise too_large(f"{length} bytes (at most {MAX_MESSAGE_BYTES})")
-            self._reserve(reservation, length if gzipped else length * (1 + per_byte))
+            self._reserve(reservation, length if gzipped else length * per_byte)
         parts: list[bytes] = []
         received = 0
         inflater = Gunzip(MAX_MESSAGE_BYTES) if gzipped else None
@@ -157,12 +165,12 @@ class OtlpHttpApp:
             if received > MAX_MESSAGE_BYTES:
                 raise too_large(f"more than {MAX_MESSAGE_BYTES} bytes")
             if length_text is None and not gzipped:
-                self._reserve(reservation, len(chunk) * (1 + per_byte))
+                self._reserve(reservation, len(chunk) * per_byte)
             if inflater is not None:
                 if length_text is None:
                     self._reserve(reservation, len(chunk))
                 chunk = inflater.feed(chunk)
-                self._reserve(reservation, len(chunk) * (1 + per_byte))
+                self._reserve(reservation, len(chunk) * per_byte)
             if chunk:
                 parts.append(chunk)
         if inflater is not None:

@@ -20,6 +20,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,8 @@ class Receiver:
     ) -> None:
         self.store = store
         self.budget = MemoryBudget(memory_budget)
+        self.transport_stats: dict[str, Callable[[], dict[str, int]]] = {}
+        """Counters of the transports, for :meth:`health` (their connections, ...)."""
         self._turns = Turns()
         self._token = token.encode("utf-8") if token else None
         self._max_inflight = max_inflight
@@ -392,6 +395,8 @@ class Receiver:
         info["store_failures"] = self._writer.failures
         info["quads_written"] = self._writer.written_quads
         info["problems"] = dict(self.problems.counts)
+        for name, counters in self.transport_stats.items():
+            info[name] = counters()
         return info
 
     def drain(self, timeout: float) -> bool:

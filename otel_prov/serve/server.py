@@ -7,6 +7,7 @@ import logging
 from ..settings import ServeSettings
 from ..stores import open_for_writing
 from .grpc_transport import GrpcTransport
+from .http_server import HttpLimits
 from .http_transport import HttpTransport
 from .receiver import Receiver
 
@@ -30,7 +31,8 @@ def open_receiver(settings: ServeSettings) -> Receiver:
 class Server:
     """Starts the gRPC and HTTP transports of ``settings`` around one :class:`Receiver`."""
 
-    def __init__(self, settings: ServeSettings, receiver: Receiver | None = None) -> None:
+    def __init__(self, settings: ServeSettings, receiver: Receiver | None = None, *,
+                 http_limits: HttpLimits | None = None) -> None:
         self.settings = settings
         self.receiver = receiver or open_receiver(settings)
         self.grpc: GrpcTransport | None = None
@@ -40,7 +42,8 @@ class Server:
             if settings.grpc_port is not None:
                 self.grpc = GrpcTransport(self.receiver, settings)
             if settings.http_port is not None:
-                self.http = HttpTransport(self.receiver, settings)
+                self.http = HttpTransport(self.receiver, settings, http_limits)
+                self.receiver.transport_stats["http_connections"] = self.http.stats
         except BaseException:
             self.stop(0)
             raise
