@@ -6,12 +6,16 @@ serve`` as a process), real clients, raw sockets where a client library would re
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import socket
 import time
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -24,7 +28,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import ProvSpanExporter, spans_to_dataset
-from otel_prov.mapping.limits import MAX_ATTRIBUTE_BYTES_CEILING, MAX_TERM_BYTES
+from otel_prov.mapping import otlp
+from otel_prov.mapping.limits import (
+    MAX_ATTRIBUTE_BYTES_CEILING,
+    MAX_TERM_BYTES,
+    MAX_VALUE_DEPTH,
+    TOO_DEEP,
+    TOO_DEEP_MARKER,
+)
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import SpanRecord
 from otel_prov.serve.http_server import HttpLimits
@@ -35,7 +46,18 @@ from otel_prov.stores import StoreSpec
 from otel_prov.stores.oxigraph import OxigraphStore
 from tests import test_serve
 from tests.graphs import assert_isomorphic
-from tests.test_serve import MIB, GatedStore, Make, agent_spans, request_of, stored, stub
+from tests.test_serve import (
+    EXPORT,
+    MIB,
+    GatedStore,
+    Make,
+    agent_spans,
+    assert_retry_trailers,
+    otlp_json,
+    request_of,
+    stored,
+    stub,
+)
 
 make_server = test_serve.make_server
 """The fixture: the receiver's real gRPC and HTTP servers on port 0 around an in-memory store."""
@@ -344,3 +366,171 @@ def test_idle_connections_past_the_cap_do_not_lock_anyone_out(tight_server: Serv
     finally:
         for sock in idle:
             sock.close()
+
+
+# -- item 4: values nested deep are cut, never the request ---------------------------------------
+
+
+def deep_kvlist(depth: int) -> bytes:
+    """A ``KeyValueList`` nested ``depth`` levels (encoded level by level: no parser recursion)."""
+    inner = otlp.KeyValueList()
+    leaf = inner.values.add()
+    leaf.key, leaf.value.string_value = "leaf", "the bottom"
+    data = inner.SerializeToString()
+    for _ in range(depth - 1):
+        level = otlp.KeyValueList()
+        kv = level.values.add()
+        kv.key = "k"
+        kv.value.kvlist_value = data
+        data = level.SerializeToString()
+    return bytes(data)
+
+
+def with_deep_arguments(spans: list[ReadableSpan], depth: int) -> bytes:
+    """The request of ``spans``, its first iteration's ``otel_prov.arguments`` a key-value list
+    nested ``depth`` deep."""
+    request = otlp.ExportTraceServiceRequest.FromString(request_of(spans).SerializeToString())
+    span = next(s for s in request.resource_spans[0].scope_spans[0].spans if s.name == "iteration 1")
+    kv = next(kv for kv in span.attributes if kv.key == "otel_prov.arguments")
+    kv.value.kvlist_value = deep_kvlist(depth)
+    return bytes(request.SerializeToString())
+
+
+def deep_json(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"stringValue": "the bottom"}
+    key = "leaf"
+    for _ in range(depth):
+        value = {"kvlistValue": {"values": [{"key": key, "value": value}]}}
+        key = "k"
+    return value
+
+
+def stored_arguments(server: Server) -> list[str]:
+    """The arguments of the first iteration, as stored."""
+    return [str(o) for s, p, o, _ in stored(server).quads((None, None, None, None))
+            if str(p).endswith("arguments") and str(s).endswith("/i1")]
+
+
+@pytest.mark.parametrize("depth", [32, 100, 5000])
+def test_deeply_nested_values_are_cut_not_the_request(make_server: Make, depth: int) -> None:
+    server = make_server()
+    spans = agent_spans()
+    body = with_deep_arguments(spans, depth)
+    channel = grpc.insecure_channel(server.grpc_address)
+    with channel:
+        export = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        answer = ExportTraceServiceResponse.FromString(export(body, timeout=20))
+    assert not answer.HasField("partial_success")
+    resp = requests.post(f"http://{server.http_address}/v1/traces", data=body, timeout=20,
+                         headers={"Content-Type": "application/x-protobuf"})
+    assert resp.status_code == 200, resp.content[:300]
+    [arguments] = stored_arguments(server)
+    assert ("the bottom" in arguments) is (depth <= MAX_VALUE_DEPTH)
+    assert (TOO_DEEP_MARKER in arguments) is (depth > MAX_VALUE_DEPTH)
+    assert json.loads(arguments)  # still JSON
+    assert server.receiver.problems.counts[TOO_DEEP] == (2 if depth > MAX_VALUE_DEPTH else 0)
+    assert server.receiver.stats.spans_acknowledged == 2 * len(spans)
+
+
+@pytest.mark.parametrize("depth", [32, 100])
+def test_deeply_nested_values_in_otlp_json(make_server: Make, depth: int) -> None:
+    server = make_server()
+    spans = agent_spans()
+    document = otlp_json(request_of(spans))
+    for span in document["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        if span["name"] == "iteration 1":
+            for kv in span["attributes"]:
+                if kv["key"] == "otel_prov.arguments":
+                    kv["value"] = deep_json(depth)
+    resp = requests.post(f"http://{server.http_address}/v1/traces", data=json.dumps(document), timeout=20,
+                         headers={"Content-Type": "application/json"})
+    assert resp.status_code == 200, resp.content[:300]
+    [arguments] = stored_arguments(server)
+    assert ("the bottom" in arguments) is (depth <= MAX_VALUE_DEPTH)
+    assert (TOO_DEEP_MARKER in arguments) is (depth > MAX_VALUE_DEPTH)
+
+
+# -- item 3: memory bounded by a budget; a large request does not starve the others -------------
+
+
+def replicated(spans: list[ReadableSpan], copies: int) -> ExportTraceServiceRequest:
+    """The request of ``spans`` repeated ``copies`` times, each copy under its own trace ids."""
+    request = request_of(spans)
+    template = list(request.resource_spans[0].scope_spans[0].spans)
+    target = request.resource_spans[0].scope_spans[0].spans
+    for n in range(1, copies):
+        trace_id = n.to_bytes(16, "big")
+        for span in template:
+            copy = target.add()
+            copy.CopyFrom(span)
+            copy.trace_id = trace_id
+    return request
+
+
+def padded_agent_request(size: int) -> ExportTraceServiceRequest:
+    """An agent session's request, padded to about ``size`` bytes (attributes of 1 MiB that the
+    mapping does not read)."""
+    request = request_of(agent_spans())
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    for i, start in enumerate(range(0, size, MIB)):
+        padding = AnyValue(string_value="x" * min(MIB, size - start))
+        span.attributes.append(KeyValue(key=f"padding{i}", value=padding))
+    return request
+
+
+@pytest.fixture
+def budget_server() -> Iterator[tuple[Server, GatedStore]]:
+    """The receiver with a memory budget of 8 MiB, around a store whose writes can be held."""
+    store = GatedStore()
+    settings = ServeSettings(store=StoreSpec("memory"), profile="seed", grpc_port=0, http_port=0)
+    server = Server(settings, Receiver(store, "seed", memory_budget=8 * MIB))
+    try:
+        yield server, store
+    finally:
+        store.gate.set()
+        server.stop(5)
+
+
+def test_past_the_memory_budget_requests_are_told_to_retry(budget_server: tuple[Server, GatedStore]) -> None:
+    server, store = budget_server
+    store.gate.clear()
+    url = f"http://{server.http_address}/v1/traces"
+    headers = {"Content-Type": "application/x-protobuf"}
+    first_body = padded_agent_request(MIB).SerializeToString()  # ~3 MiB of the budget while it waits
+    with futures.ThreadPoolExecutor(1) as pool:
+        first = pool.submit(requests.post, url, data=first_body, headers=headers, timeout=30)
+        wait_for(lambda: server.receiver.budget.reserved > 0, "the first request to be admitted")
+        second = padded_agent_request(2 * MIB)  # ~6 MiB more: past 8 MiB
+        resp = requests.post(url, data=second.SerializeToString(), headers=headers, timeout=30)
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "1", resp.content[:200]
+        channel, client = stub(server.grpc.port)
+        with channel:
+            with pytest.raises(grpc.RpcError) as err:
+                client.Export(second, timeout=10)
+            assert_retry_trailers(err.value, seconds=1)
+            store.gate.set()
+            assert first.result(30).status_code == 200
+            client.Export(second, timeout=10)  # the client's retry
+    assert server.receiver.budget.reserved == 0
+    assert server.receiver.budget.peak <= 8 * MIB
+
+
+def test_a_large_request_does_not_starve_a_small_one(make_server: Make) -> None:
+    server = make_server(ack_timeout=60.0)
+    big = replicated(agent_spans(), 10_000)  # 40,000 spans: seconds of mapping
+    small_spans = agent_spans()
+    done: list[str] = []
+    channel, client = stub(server.grpc.port, **{"grpc.max_send_message_length": 64 * MIB})
+    with channel, futures.ThreadPoolExecutor(1) as pool:
+        def send_big() -> None:
+            client.Export(big, timeout=120)
+            done.append("big")
+
+        running = pool.submit(send_big)
+        pipeline = server.receiver._pipeline  # noqa: SLF001 - to know the big one is being mapped
+        wait_for(lambda: pipeline.spans > 0, "the large request to be mapped")
+        client.Export(request_of(small_spans), timeout=60)
+        done.append("small")
+        running.result(120)
+    assert done == ["small", "big"]
+    assert server.receiver.stats.spans_acknowledged == 40_000 + len(small_spans)
