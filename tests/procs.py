@@ -191,10 +191,10 @@ class Serve(Proc):
 
 
 def start_serve(store: Path, log: Path, *args: str, env: Mapping[str, str] | None = None,
-                timeout: float = 30.0, grpc_port: int = 0) -> Serve:
+                timeout: float = 30.0, grpc_port: int = 0, prefix: Sequence[str] = ()) -> Serve:
     """``otel-prov serve`` on free ports (it binds port 0 and reports what it got), or on the given
-    gRPC port."""
-    cmd = [*serve_command(), "--store", f"oxigraph:{store}", "--grpc-port", str(grpc_port),
+    gRPC port; ``prefix``: a command that runs it (``prlimit ...``)."""
+    cmd = [*prefix, *serve_command(), "--store", f"oxigraph:{store}", "--grpc-port", str(grpc_port),
            "--http-port", "0", *args]
     proc = start("otel-prov serve", cmd, log, env)
 

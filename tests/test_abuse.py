@@ -9,6 +9,7 @@ import gzip
 import json
 import logging
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -27,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov import ProvSpanExporter, spans_to_dataset
+from otel_prov import ConfigError, ProvSpanExporter, spans_to_dataset
 from otel_prov.mapping import otlp
 from otel_prov.mapping.limits import (
     MAX_ATTRIBUTE_BYTES_CEILING,
@@ -41,11 +42,12 @@ from otel_prov.mapping.spans import SpanRecord
 from otel_prov.serve.http_server import HttpLimits
 from otel_prov.serve.receiver import Receiver
 from otel_prov.serve.server import Server
-from otel_prov.settings import ServeSettings
+from otel_prov.settings import ServeSettings, serve_settings
 from otel_prov.stores import StoreSpec
 from otel_prov.stores.oxigraph import OxigraphStore
 from tests import test_serve
 from tests.graphs import assert_isomorphic
+from tests.procs import Proc, clean_env, serve_command, start_serve
 from tests.test_serve import (
     EXPORT,
     MIB,
@@ -534,3 +536,93 @@ def test_a_large_request_does_not_starve_a_small_one(make_server: Make) -> None:
         running.result(120)
     assert done == ["small", "big"]
     assert server.receiver.stats.spans_acknowledged == 40_000 + len(small_spans)
+
+
+# -- serve as a process: SIGTERM with a stalled client, file descriptors -------------------------
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.terminate(timeout=15)
+
+
+def test_a_stalled_client_does_not_hold_the_sigterm_drain(tmp_path: Path, procs: list[Proc]) -> None:
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
+    procs.append(serve)
+    body = request_of(agent_spans()).SerializeToString()
+    stalled = socket.create_connection(("127.0.0.1", serve.http_port))
+    idle = socket.create_connection(("127.0.0.1", serve.http_port))
+    try:
+        stalled.sendall(post_head(str(len(body))) + body[:20])  # and never the rest
+        time.sleep(0.3)
+        start = time.monotonic()
+        code = serve.terminate(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        stalled.close()
+        idle.close()
+    assert code == 0, serve.tail()
+    assert took < 10, f"SIGTERM took {took:.1f} s with a stalled client"
+    assert "Traceback" not in serve.log.read_text()
+
+
+def test_a_flood_of_idle_connections_exhausts_no_file_descriptors(tmp_path: Path, procs: list[Proc]) -> None:
+    """1,100 idle connections on each port of a serve allowed 1,024 file descriptors: HTTP and
+    /health answer at once, gRPC within its handshake timeout, and the process stops cleanly."""
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", prefix=["prlimit", "--nofile=1024:1024"])
+    procs.append(serve)
+    flood: list[socket.socket] = []
+    try:
+        for port in (serve.http_port, serve.grpc_port):
+            for _ in range(1100):
+                try:
+                    flood.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                except OSError:
+                    break  # refused: that is fine too, as long as service goes on
+        time.sleep(0.5)
+        health = requests.get(f"http://{serve.http}/health", timeout=10)
+        assert health.status_code == 200, serve.tail()
+        body = request_of(agent_spans()).SerializeToString()
+        resp = requests.post(f"http://{serve.http}/v1/traces", data=body, timeout=10,
+                             headers={"Content-Type": "application/x-protobuf"})
+        assert resp.status_code == 200, resp.content[:200]
+
+        def grpc_works() -> bool:
+            channel, client = stub(serve.grpc_port)
+            with channel:
+                try:
+                    client.Export(request_of(agent_spans()), timeout=5)
+                    return True
+                except grpc.RpcError:
+                    return False
+
+        wait_for(grpc_works, "gRPC to serve again", timeout=40)
+    finally:
+        for sock in flood:
+            sock.close()
+    assert serve.terminate(timeout=30) == 0, serve.tail()
+    assert "Too many open files" not in serve.log.read_text()
+
+
+# -- item 10: no token, no listening beyond loopback unless the operator says so ----------------
+
+
+def test_listening_beyond_loopback_without_a_token_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for host in ("0.0.0.0", "::", "192.0.2.10"):
+        with pytest.raises(ConfigError, match="without a token"):
+            serve_settings(store="memory:", host=host)
+        assert serve_settings(store="memory:", host=host, token="t").token == "t"
+        assert serve_settings(store="memory:", host=host, allow_unauthenticated="true").allow_unauthenticated
+    monkeypatch.setenv("OTEL_PROV_SERVE_ALLOW_UNAUTHENTICATED", "true")
+    assert serve_settings(store="memory:", host="0.0.0.0").token is None
+    monkeypatch.delenv("OTEL_PROV_SERVE_ALLOW_UNAUTHENTICATED")
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert serve_settings(store="memory:", host=host).loopback
+    result = subprocess.run([*serve_command(), "--store", "memory:", "--host", "0.0.0.0", "--grpc-port", "0",
+                             "--http-port", "0"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert result.returncode == 1
+    assert "refusing to listen on 0.0.0.0 without a token" in result.stderr
+    assert "--allow-unauthenticated" in result.stderr

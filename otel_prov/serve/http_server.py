@@ -58,6 +58,9 @@ class HttpLimits:
     """Seconds from the end of a request's headers to the end of its body."""
     idle_timeout: float = 30.0
     """Seconds a connection may wait for its first request, or for the next one."""
+    accept_backlog: int = 64
+    """The listening socket's queue, and how many connections asyncio accepts in one go (before
+    the connections closed to make room have released their file descriptors)."""
     max_header_bytes: int = 64 * 1024
     """The request line and headers (h11's limit; larger is answered 400)."""
     graceful_timeout: float = 5.0
@@ -254,11 +257,12 @@ class HttpServer:
                  tls: tuple[Path, Path] | None = None, name: str = "otel-prov-http") -> None:
         self.limits = limits or HttpLimits()
         self.connections = _Connections(self.limits)
-        self._socket = _bind(host.strip("[]"), port)
+        self._socket = _bind(host.strip("[]"), port, self.limits.accept_backlog)
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
             app, http=_protocol_class(self.connections), lifespan="off", log_config=None,
-            access_log=False, proxy_headers=False, server_header=False, date_header=False,
+            access_log=False, proxy_headers=False, backlog=self.limits.accept_backlog,
+            server_header=False, date_header=False,
             timeout_keep_alive=max(1, round(self.limits.idle_timeout)),
             timeout_graceful_shutdown=max(1, round(self.limits.graceful_timeout)),
             h11_max_incomplete_event_size=self.limits.max_header_bytes,
@@ -303,13 +307,13 @@ class HttpServer:
         self._socket.close()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(1024)
+        sock.listen(backlog)
     except OSError as exc:
         sock.close()
         raise OSError(f"cannot listen for HTTP on {host}:{port} ({exc.strerror or exc}); "
