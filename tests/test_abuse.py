@@ -25,10 +25,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_prov import ConfigError, ProvSpanExporter, spans_to_dataset
+from otel_prov import ConfigError, ProvSpanExporter, agent_session, spans_to_dataset
+from otel_prov.cli import main as cli_main
 from otel_prov.mapping import otlp
 from otel_prov.mapping.limits import (
     MAX_ATTRIBUTE_BYTES_CEILING,
@@ -626,3 +627,46 @@ def test_listening_beyond_loopback_without_a_token_is_refused(monkeypatch: pytes
     assert result.returncode == 1
     assert "refusing to listen on 0.0.0.0 without a token" in result.stderr
     assert "--allow-unauthenticated" in result.stderr
+
+
+# -- item 8: a session of 10,000 steps renders in every format -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store holding one agent session of 10,000 iterations (real SDK spans, the exporter)."""
+    store = tmp_path_factory.mktemp("long") / "store"
+    exporter = ProvSpanExporter(store=f"oxigraph:{store}")
+    provider = TracerProvider()
+    processor = BatchSpanProcessor(exporter, max_queue_size=20_000, max_export_batch_size=2048)
+    provider.add_span_processor(processor)
+    with agent_session("a long question?", tracer_provider=provider) as session:
+        for i in range(LONG_STEPS):
+            with session.iteration() as step:
+                step.thought(f"thought {i}")
+                step.action("calculator", {"expression": f"{i}+1"})
+                step.observation(str(i + 1))
+        session.conclude("done")
+    provider.shutdown()
+    return store, session.explain_id
+
+
+LONG_STEPS = 10_000
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "turtle", "dot", "svg"])
+def test_a_session_of_10000_steps_renders_in_every_format(long_session: tuple[Path, str], fmt: str,
+                                                          tmp_path: Path) -> None:
+    store, iri = long_session
+    out = tmp_path / f"show.{fmt}"
+    assert cli_main(["show", iri, "--store", f"oxigraph:{store}", "--format", fmt, "--output", str(out)]) == 0
+    text = out.read_text()
+    if fmt == "text":
+        assert f"--- Analysis {LONG_STEPS} ---" in text and "--- Conclusion ---" in text
+    elif fmt == "json":
+        steps = json.loads(text)["steps"]
+        assert [s.get("number") for s in steps[:-1]] == list(range(1, LONG_STEPS + 1))
+    elif fmt == "svg":
+        assert f"Analysis {LONG_STEPS}<" in text and text.rstrip().endswith("</svg>")
+    else:
+        assert f"/i{LONG_STEPS}" in text
