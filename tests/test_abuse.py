@@ -10,6 +10,7 @@ import json
 import logging
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pyoxigraph
 import pytest
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -670,3 +672,51 @@ def test_a_session_of_10000_steps_renders_in_every_format(long_session: tuple[Pa
         assert f"Analysis {LONG_STEPS}<" in text and text.rstrip().endswith("</svg>")
     else:
         assert f"/i{LONG_STEPS}" in text
+
+
+# -- item 9: our exporter never breaks the application's other exporters -------------------------
+
+
+_APP = """
+from opentelemetry import trace
+from otel_prov import agent_session
+
+with agent_session("is anybody there?") as session:
+    with session.iteration() as step:
+        step.thought("look")
+        step.observation("nobody")
+    session.conclude("no")
+trace.get_tracer_provider().shutdown()
+print("app done")
+"""
+
+
+@pytest.mark.parametrize("exporters", ["prov,otlp", "otlp,prov"])
+def test_a_store_held_elsewhere_degrades_our_exporter_not_the_others(
+        make_server: Make, tmp_path: Path, exporters: str) -> None:
+    server = make_server()
+    store = tmp_path / "store"
+    holder = pyoxigraph.Store(str(store))  # another process's writer, as far as the app can tell
+    script = tmp_path / "app.py"
+    script.write_text(_APP)
+    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
+    env = clean_env({
+        "OTEL_TRACES_EXPORTER": exporters, "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://{server.grpc_address}",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true",
+        "OTEL_PROV_STORE": f"oxigraph:{store}",
+    })
+    try:
+        run = subprocess.run([str(instrument), sys.executable, str(script)], capture_output=True, text=True,
+                             timeout=120, env=env, cwd=tmp_path)
+    finally:
+        del holder
+    assert run.returncode == 0, run.stderr
+    assert "app done" in run.stdout
+    assert "Traceback" not in run.stderr, run.stderr
+    lines = [line for line in run.stderr.splitlines() if "otel-prov exporter" in line]
+    assert len(lines) == 2 and "will not be stored" in lines[0] and "in use by another process" in lines[0], \
+        run.stderr
+    delivered = server.receiver.stats.spans_acknowledged  # the OTLP exporter delivered them all
+    assert delivered == 3  # the agent span, its question and its iteration
+    assert f"{delivered} spans were not stored" in lines[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -113,3 +114,47 @@ class ProvSpanExporter(SpanExporter):
             "problems": dict(self._problems.counts),
             "mapper": self._pipeline.mapper.stats(),
         }
+
+
+class ConfiguredProvSpanExporter(ProvSpanExporter):
+    """The exporter ``OTEL_TRACES_EXPORTER=prov`` builds (the ``prov`` entry point).
+
+    The SDK's configurator builds every exporter that variable names, one after the other, and an
+    exception from one of them stops the lot: the application's spans would reach none (not Jaeger
+    either).  So here a store that cannot be opened (another process holds it, a read-only
+    directory, ...) is one log line, and the exporter degrades: it drops what it is given and
+    counts it (``stats()["dropped_spans"]``, and a line at shutdown); the other exporters go on.
+    Built directly, :class:`ProvSpanExporter` still raises, where the caller can act on it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.degraded: str | None = None
+        """Why spans are not stored (None: they are)."""
+        self._dropped = 0
+        self._dropped_lock = threading.Lock()
+        try:
+            super().__init__(**kwargs)
+        except Exception as exc:  # never into the SDK's configurator
+            self.degraded = str(exc)
+            logger.error("otel-prov exporter: spans will not be stored in the explainability graph: %s "
+                         "(the application's other exporters are not affected)", exc)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.degraded is None:
+            return super().export(spans)
+        with self._dropped_lock:
+            self._dropped += len(spans)
+        return SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True if self.degraded is not None else super().force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        if self.degraded is None:
+            super().shutdown()
+        elif self._dropped:
+            logger.warning("otel-prov exporter: %d spans were not stored (%s)", self._dropped, self.degraded)
+
+    def stats(self) -> dict[str, Any]:
+        if self.degraded is not None:
+            return {"spans": 0, "dropped_spans": self._dropped, "degraded": self.degraded}
+        return {**super().stats(), "dropped_spans": 0}
