@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import signal
 import socket
 import subprocess
 import sys
@@ -720,3 +721,73 @@ def test_a_store_held_elsewhere_degrades_our_exporter_not_the_others(
     delivered = server.receiver.stats.spans_acknowledged  # the OTLP exporter delivered them all
     assert delivered == 3  # the agent span, its question and its iteration
     assert f"{delivered} spans were not stored" in lines[1]
+
+
+# -- item 7 (its query part): --timeout, Ctrl-C, no network unless asked --------------------------
+
+
+SLOW_QUERY = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?a ?p ?x . ?b ?p ?y . ?c ?p ?z } }"
+
+
+@pytest.fixture(scope="module")
+def slow_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store where :data:`SLOW_QUERY` runs for minutes (a three-way join of 3,000 quads)."""
+    path = tmp_path_factory.mktemp("slow") / "store"
+    store = pyoxigraph.Store(str(path))
+    store.load(input="".join(f'<urn:s{i}> <urn:p> "{i}" <urn:g> .\n' for i in range(3000)).encode(),
+               format=pyoxigraph.RdfFormat.N_QUADS)
+    store.flush()
+    del store
+    return path
+
+
+def query_command(store: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "otel_prov.cli", "query", "--store", f"oxigraph:{store}", *args]
+
+
+def test_query_gives_up_after_its_timeout(slow_store: Path) -> None:
+    start = time.monotonic()
+    run = subprocess.run(query_command(slow_store, SLOW_QUERY, "--timeout", "1.5"), capture_output=True,
+                         text=True, timeout=60, env=clean_env())
+    assert run.returncode == 1
+    assert run.stderr.strip() == "otel-prov: error: the query did not finish within 1.5 s (--timeout)"
+    assert time.monotonic() - start < 20
+
+
+def test_ctrl_c_stops_a_long_query_at_once(slow_store: Path) -> None:
+    proc = subprocess.Popen(query_command(slow_store, SLOW_QUERY), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env())
+    try:
+        time.sleep(2.0)  # started, and well into the query
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert err.strip() == "otel-prov: interrupted"
+
+
+def test_service_is_refused_unless_asked_and_then_bounded(slow_store: Path) -> None:
+    """A SERVICE pointing at a server that accepts and never answers: without --allow-service no
+    connection is made at all; with it, --timeout still ends the query."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    query = f"SELECT * WHERE {{ SERVICE <http://127.0.0.1:{port}/sparql> {{ ?s ?p ?o }} }}"
+    try:
+        run = subprocess.run(query_command(slow_store, query), capture_output=True, text=True, timeout=60,
+                             env=clean_env())
+        assert run.returncode == 1
+        assert "SERVICE" in run.stderr and "--allow-service" in run.stderr
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nobody came
+        start = time.monotonic()
+        run = subprocess.run(query_command(slow_store, query, "--allow-service", "--timeout", "2"),
+                             capture_output=True, text=True, timeout=60, env=clean_env())
+        assert run.returncode == 1
+        assert "did not finish within 2 s" in run.stderr or "query failed" in run.stderr, run.stderr
+        assert time.monotonic() - start < 20
+    finally:
+        listener.close()

@@ -24,7 +24,7 @@ from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
 from .common import PROG, CliError
-from .read import cmd_export, cmd_list, cmd_query, cmd_show
+from .read import DEFAULT_QUERY_TIMEOUT, cmd_export, cmd_list, cmd_query, cmd_show
 
 _STORE_HELP = (f"the store: 'oxigraph:PATH' or a path ({settings.STORE.env}; default "
                "$XDG_DATA_HOME/otel-prov/store, the exporter's default)")
@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=RESULT_FORMATS, default=RESULT_FORMATS[0],
                    help="default: table (CONSTRUCT gives Turtle, or N-Triples with json/csv)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--timeout", type=_seconds, default=DEFAULT_QUERY_TIMEOUT, metavar="SECONDS",
+                   help=f"give up after SECONDS (default {DEFAULT_QUERY_TIMEOUT:g}); Ctrl-C stops it at once")
+    p.add_argument("--allow-service", action="store_true",
+                   help="let SERVICE send queries to other servers over the network (refused otherwise)")
 
     p = _add(sub, "demo", cmd_demo, "run the example agents and show what they recorded",
              "Run the three example flows (a ReAct agent with a calculator, a knowledge-graph lookup\n"
@@ -136,6 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(sub)
     ui.add_parser(sub)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeVar, cast
 
 from .. import settings
 from ..errors import StoreError
@@ -21,6 +22,8 @@ from ..render.results import render_result
 from ..stores import ReadStore
 from ..stores.base import IRI, QuadTerms, Term
 from .common import CliError, Reading, check_iri, option, write
+
+T = TypeVar("T")
 
 _SYNTAX_AT = re.compile(r"error at (\d+):(\d+):\s*")
 
@@ -138,17 +141,63 @@ def _read_query(args: argparse.Namespace) -> str:
     return str(args.sparql)
 
 
+DEFAULT_QUERY_TIMEOUT = 60.0
+"""Seconds ``query`` runs before giving up (``--timeout``)."""
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     text = _read_query(args)
+    if not args.allow_service and uses_service(text):
+        raise CliError("the query uses SERVICE, which sends queries to other servers over the network; "
+                       "pass --allow-service to let it")
     with Reading(args) as store:
         try:
-            result = store.run_query(text)
+            result = run_with_timeout(lambda: store.run_query(text), args.timeout)
         except SyntaxError as exc:
             raise CliError(f"SPARQL syntax error {syntax_message(exc)}") from exc
         except StoreError as exc:
             raise CliError(str(exc)) from exc
     write(render_result(result, args.format), args.output)
     return 0
+
+
+_NOT_CODE = re.compile("|".join((
+    r"#[^\n]*",  # a comment
+    r'<[^<>"{}|^`\\\s]*>',  # an IRI
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""', r"'''(?:[^'\\]|\\.|'(?!''))*'''",  # long strings
+    r'"(?:[^"\\\n]|\\.)*"', r"'(?:[^'\\\n]|\\.)*'",  # strings
+)))
+_SERVICE = re.compile(r"(?<![\w?$:.-])SERVICE(?![\w:-])", re.IGNORECASE)
+
+
+def uses_service(sparql: str) -> bool:
+    """Whether a query has the ``SERVICE`` keyword (outside comments, strings and IRIs; not a
+    variable or a prefixed name)."""
+    return _SERVICE.search(_NOT_CODE.sub(" ", sparql)) is not None
+
+
+def run_with_timeout(work: Callable[[], T], timeout: float) -> T:
+    """``work()`` on a daemon thread, while this (main) thread waits: Ctrl-C interrupts at once
+    (KeyboardInterrupt here), and after ``timeout`` seconds a :class:`CliError`.  The store's
+    query engine releases the GIL, so the wait is not held up by it; a query left running ends
+    with the process."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=run, name="otel-prov-query", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not outcome:
+        raise CliError(f"the query did not finish within {timeout:g} s (--timeout)")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return cast(T, value)
 
 
 def syntax_message(exc: SyntaxError) -> str:
