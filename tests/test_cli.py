@@ -534,7 +534,10 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
     one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query")
     # An evaluation error (a SERVICE call that cannot be made) is one line too, not a traceback.
     one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
-                       "--store", store), "the query failed")
+                       "--store", store, "--allow-service"), "the query failed")
+    # Without --allow-service, SERVICE is refused before anything reaches the network.
+    one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
+                       "--store", store), "uses SERVICE", "--allow-service")
 
 
 def test_corrupt_store_is_one_error_line(tmp_path: Path, capsysbinary: Any) -> None:
