@@ -8,6 +8,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, TypeVar, cast
 
@@ -176,6 +177,20 @@ def uses_service(sparql: str) -> bool:
     return _SERVICE.search(_NOT_CODE.sub(" ", sparql)) is not None
 
 
+def _without_frames(exc: BaseException) -> BaseException:
+    """``exc`` (and the exceptions it was raised from) without tracebacks: their frames hold the
+    store's query results, which must be dropped on the thread that made them."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if current.__traceback__ is not None:
+            traceback.clear_frames(current.__traceback__)
+            current.__traceback__ = None
+        current = current.__cause__ or current.__context__
+    return exc
+
+
 def run_with_timeout(work: Callable[[], T], timeout: float) -> T:
     """``work()`` on a daemon thread, while this (main) thread waits: Ctrl-C interrupts at once
     (KeyboardInterrupt here), and after ``timeout`` seconds a :class:`CliError`.  The store's
@@ -186,8 +201,8 @@ def run_with_timeout(work: Callable[[], T], timeout: float) -> T:
     def run() -> None:
         try:
             outcome.append((True, work()))
-        except BaseException as exc:  # handed to the waiting thread
-            outcome.append((False, exc))
+        except BaseException as exc:  # handed to the waiting thread, without this thread's frames
+            outcome.append((False, _without_frames(exc)))
 
     worker = threading.Thread(target=run, name="otel-prov-query", daemon=True)
     worker.start()
