@@ -245,10 +245,34 @@ _SPOTS = (0.5, 0.35, 0.65, 0.25, 0.75, 0.15, 0.85, 0.1, 0.9)
 _NUDGES = (0.0, -8.0, 8.0, -16.0, 16.0)
 
 
+class _Taken:
+    """The rectangles already placed, bucketed in a grid of cells, so that whether a label overlaps
+    one looks at its neighbourhood only (a chain of 10,000 steps: linear, not quadratic)."""
+
+    _CELL = 256.0
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[int, int], list[Rect]] = {}
+
+    def _keys(self, r: Rect, pad: float) -> list[tuple[int, int]]:
+        c = self._CELL
+        return [(i, j) for i in range(int((r[0] - pad) // c), int((r[2] + pad) // c) + 1)
+                for j in range(int((r[1] - pad) // c), int((r[3] + pad) // c) + 1)]
+
+    def add(self, r: Rect) -> None:
+        for key in self._keys(r, 0.0):
+            self._cells.setdefault(key, []).append(r)
+
+    def hits(self, r: Rect, pad: float) -> bool:
+        return any(overlap(r, other, pad) for key in self._keys(r, pad) for other in self._cells.get(key, ()))
+
+
 def _place_labels(links: list[_Link], boxes: Sequence[_Box]) -> None:
     """Each relation's name at the first spot beside its arrow that overlaps no node and no label
     placed before it; an arrow with no such spot is drawn without one (its name is its tooltip)."""
-    taken = [node_rect(b) for b in boxes]
+    taken = _Taken()
+    for b in boxes:
+        taken.add(node_rect(b))
     for link in links:
         for nudge in _NUDGES:
             for t in _SPOTS:
@@ -257,7 +281,7 @@ def _place_labels(links: list[_Link], boxes: Sequence[_Box]) -> None:
                               Label(link.relation, x - 4, y + 3 + nudge, "end"),
                               Label(link.relation, x, y - 4 + nudge, "middle"),
                               Label(link.relation, x, y + 11 + nudge, "middle")):
-                    if not any(overlap(label.rect, r, 4.0) for r in taken):
+                    if not taken.hits(label.rect, 4.0):
                         link.label = label
                         break
                 if link.label:
@@ -265,7 +289,7 @@ def _place_labels(links: list[_Link], boxes: Sequence[_Box]) -> None:
             if link.label:
                 break
         if link.label is not None:
-            taken.append(link.label.rect)
+            taken.add(link.label.rect)
 
 
 def _arrow(link: _Link) -> str:

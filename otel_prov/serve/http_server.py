@@ -184,11 +184,13 @@ class _LimitedH11(H11Protocol):
         self._close()
 
     def _close(self) -> None:
+        """Close now: nothing is owed to a connection without a request being answered (and a TLS
+        close would wait for the peer's close_notify)."""
         self._disarm()
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
-        self.transport.close()
+        self.transport.abort()
 
     def shutdown(self) -> None:
         if self._phase == _APP and self.cycle is not None and not self.cycle.response_complete:
