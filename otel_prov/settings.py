@@ -160,7 +160,6 @@ DEFAULT_MAX_INFLIGHT = 64
 DEFAULT_ACK_TIMEOUT = 30.0
 DEFAULT_DRAIN_TIMEOUT = 30.0
 DEFAULT_MEMORY_BUDGET_MIB = 512
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 # The variable, the flag (None: none), how its text is read, the default.
 STORE: Option[StoreSpec] = Option("OTEL_PROV_STORE", "--store", _store, default_store)
@@ -184,8 +183,8 @@ SERVE_DRAIN_TIMEOUT: Option[float] = Option(
 SERVE_MEMORY_BUDGET: Option[int] = Option(
     "OTEL_PROV_SERVE_MEMORY_BUDGET", "--memory-budget", _count(16), DEFAULT_MEMORY_BUDGET_MIB)
 """MiB of request data serve holds at once (bodies, decoded requests, N-Quads queued for the store)."""
-SERVE_ALLOW_UNAUTHENTICATED: Option[bool] = Option(
-    "OTEL_PROV_SERVE_ALLOW_UNAUTHENTICATED", "--allow-unauthenticated", _flag, False)
+SERVE_PUBLIC_WITHOUT_TOKEN: Option[bool] = Option(
+    "OTEL_PROV_SERVE_PUBLIC_WITHOUT_TOKEN", "--public-without-token", _flag, False)
 """Listen on an address other than loopback without a token (refused otherwise)."""
 SERVE_ALLOWED_HOSTS: Option[tuple[str, ...]] = Option(
     "OTEL_PROV_SERVE_ALLOWED_HOSTS", "--allowed-hosts", _names, ())
@@ -209,7 +208,7 @@ OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
     SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
-    SERVE_ALLOW_UNAUTHENTICATED, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
+    SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, EXAMPLE_MODEL,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
@@ -249,13 +248,13 @@ class ServeSettings:
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     """Bytes (the option is in MiB)."""
-    allow_unauthenticated: bool = False
+    public_without_token: bool = False
     allowed_hosts: tuple[str, ...] = ()
 
     @property
     def loopback(self) -> bool:
         """Whether both transports listen on loopback only."""
-        return self.host.lower() in LOOPBACK_HOSTS or self.host.startswith("127.")
+        return is_loopback(self.host)
 
     def address(self, port: int | None) -> str:
         """``host:port`` (an IPv6 host in brackets)."""
@@ -269,7 +268,7 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
                    grpc_port: Any = None, http_port: Any = None, token: Any = None, tls_cert: Any = None,
                    tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
                    drain_timeout: Any = None, max_attribute_bytes: Any = None, memory_budget: Any = None,
-                   allow_unauthenticated: Any = None, allowed_hosts: Any = None) -> ServeSettings:
+                   public_without_token: Any = None, allowed_hosts: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -295,16 +294,14 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         drain_timeout=SERVE_DRAIN_TIMEOUT.get(drain_timeout, via=via),
         max_attribute_bytes=MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes, via=via),
         memory_budget=SERVE_MEMORY_BUDGET.get(memory_budget, via=via) * 1024 * 1024,
-        allow_unauthenticated=SERVE_ALLOW_UNAUTHENTICATED.get(allow_unauthenticated, via=via),
+        public_without_token=SERVE_PUBLIC_WITHOUT_TOKEN.get(public_without_token, via=via),
         allowed_hosts=SERVE_ALLOWED_HOSTS.get(allowed_hosts, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")
-    if not settings.loopback and settings.token is None and not settings.allow_unauthenticated:
-        raise ConfigError(
-            f"refusing to listen on {settings.host} without a token: anyone who can reach it could write "
-            f"to the store. Set a token ({SERVE_TOKEN.env}, or {SERVE_TOKEN.flag}), or say so explicitly "
-            f"with {SERVE_ALLOW_UNAUTHENTICATED.flag} ({SERVE_ALLOW_UNAUTHENTICATED.env}=true)")
+    check_exposure(settings.host, settings.token, allowed=settings.public_without_token,
+                   flag=f"{SERVE_PUBLIC_WITHOUT_TOKEN.flag} ({SERVE_PUBLIC_WITHOUT_TOKEN.env}=true)",
+                   token_option=SERVE_TOKEN)
     return settings
 
 

@@ -619,17 +619,17 @@ def test_listening_beyond_loopback_without_a_token_is_refused(monkeypatch: pytes
         with pytest.raises(ConfigError, match="without a token"):
             serve_settings(store="memory:", host=host)
         assert serve_settings(store="memory:", host=host, token="t").token == "t"
-        assert serve_settings(store="memory:", host=host, allow_unauthenticated="true").allow_unauthenticated
-    monkeypatch.setenv("OTEL_PROV_SERVE_ALLOW_UNAUTHENTICATED", "true")
+        assert serve_settings(store="memory:", host=host, public_without_token="true").public_without_token
+    monkeypatch.setenv("OTEL_PROV_SERVE_PUBLIC_WITHOUT_TOKEN", "true")
     assert serve_settings(store="memory:", host="0.0.0.0").token is None
-    monkeypatch.delenv("OTEL_PROV_SERVE_ALLOW_UNAUTHENTICATED")
+    monkeypatch.delenv("OTEL_PROV_SERVE_PUBLIC_WITHOUT_TOKEN")
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
         assert serve_settings(store="memory:", host=host).loopback
     result = subprocess.run([*serve_command(), "--store", "memory:", "--host", "0.0.0.0", "--grpc-port", "0",
                              "--http-port", "0"], capture_output=True, text=True, timeout=60, env=clean_env())
     assert result.returncode == 1
     assert "refusing to listen on 0.0.0.0 without a token" in result.stderr
-    assert "--allow-unauthenticated" in result.stderr
+    assert "--public-without-token" in result.stderr
 
 
 # -- item 8: a session of 10,000 steps renders in every format -----------------------------------

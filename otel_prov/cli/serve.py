@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     for option, help_, default in _FLAGS:
         shown = f"; default {default}" if default is not None else ""
         parser.add_argument(str(option.flag), help=f"{help_} ({option.env}{shown})")
-    unauthenticated = settings.SERVE_ALLOW_UNAUTHENTICATED
+    unauthenticated = settings.SERVE_PUBLIC_WITHOUT_TOKEN
     parser.add_argument(str(unauthenticated.flag), action="store_const", const="true", default=None,
                         help="listen on an address other than loopback without a token (refused "
                              f"otherwise; {unauthenticated.env}=true)")
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             http_port=args.http_port, token=args.token, tls_cert=args.tls_cert, tls_key=args.tls_key,
             max_inflight=args.max_inflight, ack_timeout=args.ack_timeout,
             drain_timeout=args.drain_timeout, max_attribute_bytes=args.max_attribute_bytes,
-            memory_budget=args.memory_budget, allow_unauthenticated=args.allow_unauthenticated,
+            memory_budget=args.memory_budget, public_without_token=args.public_without_token,
             allowed_hosts=args.allowed_hosts,
         )
         stop = threading.Event()
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if not config.loopback and config.token is None:
         logger.warning("otel-prov serve: listening on %s without a token, as %s says: anyone who can "
                        "reach it can write to the store", config.host,
-                       settings.SERVE_ALLOW_UNAUTHENTICATED.flag)
+                       settings.SERVE_PUBLIC_WITHOUT_TOKEN.flag)
     try:
         while not stop.wait(0.5):
             pass

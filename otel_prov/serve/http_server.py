@@ -316,9 +316,8 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         sock.listen(backlog)
-    except OSError as exc:
+    except OSError:
         sock.close()
-        raise OSError(f"cannot listen for HTTP on {host}:{port} ({exc.strerror or exc}); "
-                      "is the port in use?") from None
+        raise
     sock.setblocking(False)
     return sock

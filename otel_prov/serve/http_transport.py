@@ -237,6 +237,10 @@ class HttpTransport:
         try:
             self.server = HttpServer(self.host_check, settings.host, settings.http_port, limits=limits,
                                      tls=tls, name="otel-prov-http")
+        except OSError as exc:
+            self._executor.shutdown(wait=False)
+            raise OSError(f"cannot listen for HTTP on {settings.address(settings.http_port)} "
+                          f"({exc.strerror or exc}); is the port in use?") from None
         except BaseException:
             self._executor.shutdown(wait=False)
             raise
