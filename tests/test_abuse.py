@@ -545,12 +545,8 @@ def test_a_large_request_does_not_starve_a_small_one(make_server: Make) -> None:
 # -- serve as a process: SIGTERM with a stalled client, file descriptors -------------------------
 
 
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        proc.terminate(timeout=15)
+procs = test_serve.procs
+"""The fixture: processes stopped at the end, whatever happens."""
 
 
 def test_a_stalled_client_does_not_hold_the_sigterm_drain(tmp_path: Path, procs: list[Proc]) -> None:
