@@ -225,6 +225,17 @@ def test_content_length_is_parsed_strictly_and_the_body_is_never_a_request(make_
     assert_serving(server)
 
 
+def test_oversized_header_sections_are_refused(make_server: Make) -> None:
+    server = make_server()
+    port = server.http.port
+    for extra in ("X-Big: " + "a" * 100_000 + "\r\n", "".join(f"X-{i}: 1\r\n" for i in range(10_000))):
+        assert statuses(raw(port, post_head("0", extra=extra))) in ([400], [431])
+    # Arriving in pieces, h11 stops reading at 64 KiB.
+    answer = raw(port, post_head(None, extra="X-Big: " + "a" * 200_000 + "\r\n")[:150_000])
+    assert statuses(answer) in ([400], [431]), answer[:200]
+    assert_serving(server)
+
+
 def test_a_negative_chunk_size_is_400(make_server: Make) -> None:
     server = make_server()
     answer = raw(server.http.port, post_head(extra="Transfer-Encoding: chunked\r\n")

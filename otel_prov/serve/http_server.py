@@ -62,7 +62,10 @@ class HttpLimits:
     """The listening socket's queue, and how many connections asyncio accepts in one go (before
     the connections closed to make room have released their file descriptors)."""
     max_header_bytes: int = 64 * 1024
-    """The request line and headers (h11's limit; larger is answered 400)."""
+    """The request line and headers: larger is answered 400 (h11, while they arrive) or 431 (all
+    arrived at once)."""
+    max_headers: int = 100
+    """Header fields in a request; more is answered 431."""
     graceful_timeout: float = 5.0
     """Seconds :meth:`HttpServer.stop` waits for answers being sent."""
 
@@ -199,6 +202,29 @@ class _LimitedH11(H11Protocol):
             self._close()
 
 
+class _HeaderLimit:
+    """ASGI middleware: a request with more than ``max_headers`` header fields, or more than
+    ``max_header_bytes`` of them, is answered 431 and its connection closed (h11 bounds headers
+    that arrive in pieces, not a header section that arrives whole)."""
+
+    def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = scope["headers"]
+            if (len(headers) > self.limits.max_headers
+                    or sum(len(k) + len(v) + 4 for k, v in headers) > self.limits.max_header_bytes):
+                body = b"Request header fields too large\n"
+                await send({"type": "http.response.start", "status": 431, "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 # -- the Host check -------------------------------------------------------------------------------
 
 
@@ -262,7 +288,7 @@ class HttpServer:
         self._socket = _bind(host.strip("[]"), port, self.limits.accept_backlog)
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
-            app, http=_protocol_class(self.connections), lifespan="off", log_config=None,
+            _HeaderLimit(app, self.limits), http=_protocol_class(self.connections), lifespan="off", log_config=None,
             access_log=False, proxy_headers=False, backlog=self.limits.accept_backlog,
             server_header=False, date_header=False,
             timeout_keep_alive=max(1, round(self.limits.idle_timeout)),
