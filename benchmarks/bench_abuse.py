@@ -348,7 +348,7 @@ def bad_inputs(ctx: Ctx) -> list[tuple[str, Callable[[], list[ReadableSpan]]]]:
         ),
         ("no Host", lambda: (raw(http, b"POST /v1/traces HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), [])[1]),
         (
-            "header line of 100 KB",
+            "header section of 100 KB",
             lambda: (raw(http, head("0", extra="X-Big: " + "a" * 100_000 + "\r\n")), [])[1],
         ),
         (

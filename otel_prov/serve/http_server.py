@@ -288,8 +288,8 @@ class HttpServer:
         self._socket = _bind(host.strip("[]"), port, self.limits.accept_backlog)
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
-            _HeaderLimit(app, self.limits), http=_protocol_class(self.connections), lifespan="off", log_config=None,
-            access_log=False, proxy_headers=False, backlog=self.limits.accept_backlog,
+            _HeaderLimit(app, self.limits), http=_protocol_class(self.connections), lifespan="off",
+            log_config=None, access_log=False, proxy_headers=False, backlog=self.limits.accept_backlog,
             server_header=False, date_header=False,
             timeout_keep_alive=max(1, round(self.limits.idle_timeout)),
             timeout_graceful_shutdown=max(1, round(self.limits.graceful_timeout)),
