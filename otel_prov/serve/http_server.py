@@ -202,6 +202,14 @@ class _LimitedH11(H11Protocol):
             self._close()
 
 
+async def refuse(send: Send, status: int, text: bytes) -> None:
+    """Answer ``status`` with a line of text, and close the connection (the body was not read)."""
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
+        (b"content-length", str(len(text)).encode())]})
+    await send({"type": "http.response.body", "body": text})
+
+
 class _HeaderLimit:
     """ASGI middleware: a request with more than ``max_headers`` header fields, or more than
     ``max_header_bytes`` of them, is answered 431 and its connection closed (h11 bounds headers
@@ -216,11 +224,7 @@ class _HeaderLimit:
             headers = scope["headers"]
             if (len(headers) > self.limits.max_headers
                     or sum(len(k) + len(v) + 4 for k, v in headers) > self.limits.max_header_bytes):
-                body = b"Request header fields too large\n"
-                await send({"type": "http.response.start", "status": 431, "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
-                    (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await refuse(send, 431, b"Request header fields too large\n")
                 return
         await self.app(scope, receive, send)
 
@@ -256,11 +260,7 @@ class HostCheck:
             host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
             if not self.acceptable(host):
                 self.refused += 1
-                body = b"Host not allowed (DNS rebinding protection); see --allowed-hosts\n"
-                await send({"type": "http.response.start", "status": 403, "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
-                    (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await refuse(send, 403, b"Host not allowed (DNS rebinding protection); see --allowed-hosts\n")
                 return
         await self.app(scope, receive, send)
 
