@@ -128,6 +128,9 @@ def _configure_logging(level: str) -> None:
         logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     for name in ("otel_prov", __name__):  # __main__ under python -m
         logging.getLogger(name).setLevel(level.upper())
+    # uvicorn logs a line per malformed request (a flood of them would flood the log); they are
+    # counted in /health (http_connections.malformed) instead.  Its errors still show.
+    logging.getLogger("uvicorn.error").setLevel(logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
