@@ -142,24 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
-    return value
+def _at_least(kind: Callable[[str], Any], low: float, *, strictly: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a number (``int`` or ``float``) at least (or more than) ``low``."""
+
+    def read(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < low or (strictly and value == low):
+            raise argparse.ArgumentTypeError(f"must be {'more than' if strictly else 'at least'} {low:g}: "
+                                             f"{text}")
+        return value
+
+    return read
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+_seconds = _at_least(float, 0, strictly=True)
+_positive = _at_least(int, 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,6 +27,15 @@ from .model import (
     type_from_iri,
 )
 
+_LISTED = f"""GRAPH <{GRAPH_RETRIEVAL}> {{
+    ?q tg:query ?query0 .
+    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
+    OPTIONAL {{ ?q prov:startedAtTime|prov:generatedAtTime ?time0 }}
+    OPTIONAL {{ ?q a ?sub0 . FILTER(?sub0 IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
+    OPTIONAL {{ ?q otelprov:traceId ?trace0 }}
+    OPTIONAL {{ ?q otelprov:collection ?coll0 }}
+  }}"""
+"""The top-level Questions (sub-traces have a parent) and what a listing shows of them."""
 MARKS_PER_QUESTION_UP_TO = 200
 """Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
@@ -57,14 +66,7 @@ class TraceReader:
         rows = self.select(f"""
 SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?sub)
        (SAMPLE(?trace0) AS ?trace) (SAMPLE(?coll0) AS ?coll) WHERE {{
-  GRAPH <{GRAPH_RETRIEVAL}> {{
-    ?q tg:query ?query0 .
-    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
-    OPTIONAL {{ ?q prov:startedAtTime|prov:generatedAtTime ?time0 }}
-    OPTIONAL {{ ?q a ?sub0 . FILTER(?sub0 IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
-    OPTIONAL {{ ?q otelprov:traceId ?trace0 }}
-    OPTIONAL {{ ?q otelprov:collection ?coll0 }}
-  }}
+  {_LISTED}
   {clause}
 }} GROUP BY ?q ORDER BY DESC(?time) DESC(?q) {page}""")
         marks = self._marks([row["q"] for row in rows])
@@ -84,13 +86,7 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
         """How many top-level sessions :meth:`sessions` would list without a limit."""
         rows = self.select(f"""
 SELECT (COUNT(DISTINCT ?q) AS ?n) WHERE {{
-  GRAPH <{GRAPH_RETRIEVAL}> {{
-    ?q tg:query ?query0 .
-    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
-    OPTIONAL {{ ?q prov:startedAtTime|prov:generatedAtTime ?time0 }}
-    OPTIONAL {{ ?q a ?sub0 . FILTER(?sub0 IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
-    OPTIONAL {{ ?q otelprov:collection ?coll0 }}
-  }}
+  {_LISTED}
   {_where(kind, collection, where)}
 }}""")
         return int(rows[0]["n"]) if rows else 0

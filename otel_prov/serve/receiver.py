@@ -91,12 +91,16 @@ def _unavailable(message: str, delay: float) -> Outcome:
 
 @dataclass
 class ReceiverStats:
+    """What ``/health`` counts (and serve logs when it stops): requests; those answered OK (their
+    spans committed, or rejected for good: ``partial_success``); spans acknowledged and rejected;
+    quads submitted; and the requests refused, by reason."""
+
+    refused: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     acknowledged_requests: int = 0
     spans_acknowledged: int = 0
     spans_rejected: int = 0
     quads_submitted: int = 0
-    refused: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
