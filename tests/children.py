@@ -8,6 +8,15 @@
   and lists the questions; appends ``{"start", "end", "iris"}`` lines to ``OUT``.
 - ``fold STORE BUDGET``: opens the store to read (which folds the log, in rounds of ``BUDGET`` bytes),
   printing ``folding`` first.
+- ``stuck-export STORE GO``: an exporter appends a few sessions (not synced: no group commit), prints
+  ``ready``, waits for the file ``GO`` (the test has frozen the store's file system), starts an
+  application thread that exports (it blocks in the kernel), then times ``force_flush(1000)`` and
+  ``shutdown(timeout_millis=2000)`` and prints each as one JSON line.
+- ``fold-limited STORE NOFILE``: folds the log into the index as the indexing process does, with at
+  most ``NOFILE`` open descriptors.
+- ``fd-limited-export STORE NOFILE``: an exporter (a segment per append) with at most ``NOFILE``
+  descriptors exports; then every free descriptor is taken and it exports again; then they are
+  given back and it exports again.  Prints ``{"iri", "result"}`` JSON lines.
 """
 
 from __future__ import annotations
@@ -91,6 +100,115 @@ def fold(store: str, budget: int) -> None:
     print("folded", flush=True)
 
 
+def _sessions(provider: object, prefix: str, n: int) -> list[str]:
+    from otel_prov import agent_session
+
+    iris = []
+    for i in range(n):
+        with agent_session(f"{prefix} {i}", tracer_provider=provider) as session:  # type: ignore[arg-type]
+            with session.iteration() as step:
+                step.thought(PARAGRAPH)
+                step.action("lookup", {"q": i})
+                step.observation(PARAGRAPH)
+            session.conclude(f"answer {prefix} {i}")
+        iris.append(session.explain_id)
+    return iris
+
+
+def stuck_export(store: str, go: Path) -> None:
+    import os
+    import threading
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from otel_prov import ProvSpanExporter
+    from otel_prov.stores import segments
+
+    segments.SYNC_INTERVAL = 3600.0  # nothing is synced behind the test's back
+    exporter = ProvSpanExporter(store=store)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _sessions(provider, "before", 3)
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.02)
+    app = threading.Thread(target=_sessions, args=(provider, "frozen", 3), daemon=True)
+    app.start()
+    time.sleep(0.5)  # the application thread is in export(), blocked writing to the frozen disk
+    began = time.monotonic()
+    flushed = exporter.force_flush(timeout_millis=1000)
+    print(json.dumps({"force_flush": flushed, "seconds": time.monotonic() - began}), flush=True)
+    began = time.monotonic()
+    exporter.shutdown(timeout_millis=2000)  # type: ignore[call-arg]
+    print(json.dumps({"shutdown": True, "seconds": time.monotonic() - began}), flush=True)
+    print("done", flush=True)
+    os._exit(0)  # the application thread stays blocked in the kernel until the test thaws the disk
+
+
+def fold_limited(store: str, nofile: int) -> None:
+    import resource
+
+    from otel_prov.stores import segments
+    from otel_prov.stores.indexer import Indexer, IndexLock
+    from otel_prov.stores.oxigraph import OxigraphStore
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    lock = IndexLock(segments.segments_dir(Path(store)))
+    assert lock.acquire()
+    index = OxigraphStore(Path(store))
+    try:
+        print(json.dumps({"folded": Indexer(Path(store), index).fold_all()}), flush=True)
+    finally:
+        index.close()
+        lock.release()
+
+
+def fd_limited_export(store: str, nofile: int) -> None:
+    import os
+    import resource
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+
+    from otel_prov import ProvSpanExporter
+    from otel_prov.stores import segments
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    segments.SEGMENT_BYTES = 1  # every append after a segment's first needs a new segment (a new fd)
+    results: list[SpanExportResult] = []
+
+    class Recording(ProvSpanExporter):
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            result = super().export(spans)
+            results.append(result)
+            return result
+
+    exporter = Recording(store=store)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def run(prefix: str, n: int) -> None:
+        for iri in _sessions(provider, prefix, n):
+            ok = all(r == SpanExportResult.SUCCESS for r in results)
+            results.clear()
+            print(json.dumps({"iri": iri, "phase": prefix, "success": ok}), flush=True)
+
+    run("before", 3)
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    run("exhausted", 3)
+    for fd in held:
+        os.close(fd)
+    run("after", 3)
+    provider.shutdown()
+    print("done", flush=True)
+
+
 def main(argv: list[str]) -> None:
     command, args = argv[0], argv[1:]
     if command == "export":
@@ -99,6 +217,12 @@ def main(argv: list[str]) -> None:
         read_loop(args[0], Path(args[1]), Path(args[2]))
     elif command == "fold":
         fold(args[0], int(args[1]))
+    elif command == "stuck-export":
+        stuck_export(args[0], Path(args[1]))
+    elif command == "fold-limited":
+        fold_limited(args[0], int(args[1]))
+    elif command == "fd-limited-export":
+        fd_limited_export(args[0], int(args[1]))
     else:
         raise SystemExit(f"unknown command {command!r}")
 
