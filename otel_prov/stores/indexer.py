@@ -43,6 +43,10 @@ FOLD_BYTES = 32 * 1024 * 1024
 """A fold round reads at most about this much payload (memory bound); more is left to the next."""
 FOLD_INTERVAL = 0.2
 """Seconds between an indexer's looks for new records (bounds how stale a reader's snapshot is)."""
+FOLD_SEGMENTS = 64
+"""A fold round opens at most this many segments (each sealed one stays open until the round ends):
+hundreds of dead writers' segments are folded over several rounds, never past the descriptor
+limit."""
 TAKE_OVER_INTERVAL = 1.0
 """Seconds between a writer's attempts to take the index lock while another process holds it."""
 _BULK_BYTES = 256 * 1024
@@ -157,9 +161,11 @@ class Indexer:
         plan: list[_Planned] = []
         names = seg.list_segments(self.directory)
         for _, group in groupby(names, key=lambda n: seg.segment_key(n)[0]):
-            if budget <= 0:
+            if budget <= 0 or len(plan) >= FOLD_SEGMENTS:
                 break  # the rest waits for the next round
             for name in group:
+                if len(plan) >= FOLD_SEGMENTS:
+                    break
                 path = self.directory / name
                 offset = folded.get(name, 0)
                 try:
@@ -184,38 +190,45 @@ class Indexer:
         return plan
 
     def _apply(self, plan: list[_Planned]) -> None:
-        """Additions of every segment up to its next removal in one load, then those removals, and
-        so on: each segment's order is kept; segments interleave."""
-        cursors = [0] * len(plan)
-        while True:
-            adds: list[bytes] = []
-            for i, item in enumerate(plan):
-                records = item.records
-                while cursors[i] < len(records) and records[cursors[i]].kind == seg.ADD:
-                    adds.append(records[cursors[i]].payload)
-                    cursors[i] += 1
-            if adds:
-                self._add(b"".join(adds))
-            removed = False
-            for i, item in enumerate(plan):
-                records = item.records
-                quads: list[Quad] = []
-                while cursors[i] < len(records) and records[cursors[i]].kind == seg.REMOVE:
-                    quads.extend(parse_removal(records[cursors[i]].payload))
-                    cursors[i] += 1
-                    removed = True
-                if quads:
-                    self.index.inner.update(delete_data(quads))
-            if not adds and not removed:
-                break
+        sequences: list[list[seg.Record]] = []
+        for _, items in groupby(plan, key=lambda item: seg.segment_key(item.name)[0]):
+            sequences.append([r for item in items for r in item.records])  # a writer's, in its order
+        apply_records(self.index.inner, sequences)
         self.index.inner.flush()
 
-    def _add(self, data: bytes) -> None:
-        store = self.index.inner
-        if len(data) >= _BULK_BYTES:
-            store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
-        else:
-            store.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+
+def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) -> None:
+    """Apply each writer's records, in its order: the additions of every sequence up to its next
+    removal in one load, then those removals, and so on.  Each sequence's order is kept (a writer's
+    segments are one sequence: its removal in one segment and its addition of the same quad in the
+    next stay in that order); sequences interleave."""
+    cursors = [0] * len(sequences)
+    while True:
+        adds: list[bytes] = []
+        for i, records in enumerate(sequences):
+            while cursors[i] < len(records) and records[cursors[i]].kind == seg.ADD:
+                adds.append(records[cursors[i]].payload)
+                cursors[i] += 1
+        if adds:
+            _add(store, b"".join(adds))
+        removed = False
+        for i, records in enumerate(sequences):
+            quads: list[Quad] = []
+            while cursors[i] < len(records) and records[cursors[i]].kind == seg.REMOVE:
+                quads.extend(parse_removal(records[cursors[i]].payload))
+                cursors[i] += 1
+                removed = True
+            if quads:
+                store.update(delete_data(quads))
+        if not adds and not removed:
+            break
+
+
+def _add(store: pyoxigraph.Store, data: bytes) -> None:
+    if len(data) >= _BULK_BYTES:
+        store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+    else:
+        store.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
 
 
 def parse_removal(payload: bytes) -> list[Quad]:
@@ -229,6 +242,26 @@ def parse_removal(payload: bytes) -> list[Quad]:
         o, g = rest.removesuffix(" .").rsplit(" ", 1)
         quads.append((s, p, o, g))
     return quads
+
+
+def index_held(directory: Path) -> bool:
+    """Whether some process holds the index lock (so it folds), read from ``/proc/locks`` without
+    taking any lock.  False when it cannot be known (no ``/proc``; a holder in another PID
+    namespace is not listed)."""
+    try:
+        st = os.stat(directory / seg.INDEX_LOCK)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            table = fh.read()
+    except OSError:
+        return False
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()
+        if "->" in fields:  # a process waiting for the lock, not holding it
+            continue
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key:
+            return True
+    return False
 
 
 def wait_folded(directory: Path, timeout: float) -> int:
