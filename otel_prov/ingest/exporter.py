@@ -35,10 +35,14 @@ class ProvSpanExporter(SpanExporter):
     - ``max_attribute_bytes``: a span with a larger attribute value is not stored (counted and
       logged, never truncated); default 4 MiB (``OTEL_PROV_MAX_ATTRIBUTE_BYTES``).
 
-    ``export()`` never raises and is thread-safe; quads are written by a background thread, so
-    ``force_flush()`` waits until everything exported so far is stored.  ``shutdown()`` stores what
-    is left and releases the store.  An unusable store raises :class:`otel_prov.StoreError` here,
-    at construction.
+    ``export()`` never raises and is thread-safe, and returns SUCCESS only for spans whose quads are
+    stored (on disk: appended to the store's log); a store that cannot be written (a full disk) is
+    FAILURE, counted (:meth:`stats`) and logged once, and the exporter stores again as soon as the
+    disk can take it.  ``force_flush(timeout_millis)`` waits, at most that long, until everything
+    exported so far is durable.  ``shutdown(timeout_millis)`` (the SDK's ``BatchSpanProcessor``
+    passes what is left of its own timeout) stores what is left and releases the store within that
+    time, whatever the disk does.  An unusable store raises :class:`otel_prov.StoreError` here, at
+    construction.
     """
 
     def __init__(
@@ -97,10 +101,10 @@ class ProvSpanExporter(SpanExporter):
             return True
         return self._pipeline.wait(timeout=timeout_millis / 1000)
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_millis: float = 30_000) -> None:
         if self._pipeline.closed:
             return
-        if not self._pipeline.close():
+        if not self._pipeline.close(max(0.0, timeout_millis) / 1000):
             logger.error("otel-prov exporter: not everything could be stored at shutdown (see above)")
 
     def stats(self) -> dict[str, Any]:
@@ -148,9 +152,9 @@ class ConfiguredProvSpanExporter(ProvSpanExporter):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True if self.degraded is not None else super().force_flush(timeout_millis)
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_millis: float = 30_000) -> None:
         if self.degraded is None:
-            super().shutdown()
+            super().shutdown(timeout_millis)
         elif self._dropped:
             logger.warning("otel-prov exporter: %d spans were not stored (%s)", self._dropped, self.degraded)
 

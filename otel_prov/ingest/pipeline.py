@@ -1,12 +1,18 @@
 """The one path from spans to the store, shared by the SDK exporter and the OTLP receiver: map
 (:class:`~otel_prov.mapping.mapper.TraceMapper`), submit to the writer (:class:`.writer.Writer`) in
-mapping order, wait for the commit, and at the end store what is left or rescue it."""
+mapping order, wait for the commit, and at the end store what is left or rescue it.
+
+An update the writer refuses (a full disk: nothing of it is kept) is handed back to the mapper
+(:meth:`~otel_prov.mapping.mapper.TraceMapper.unstored`), so that a framework trace's next span --
+or the retry of the same request -- writes that trace whole, never a change on top of quads that
+are not there."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
@@ -16,7 +22,7 @@ from ..mapping.mapper import TraceMapper, Update
 from ..mapping.spans import SpanRecord
 from ..model.quads import nquads
 from ..stores.base import AppendStore, WriteStore
-from .writer import AppendWriter, Writer
+from .writer import AppendWriter, NotStored, Writer
 
 logger = logging.getLogger(__name__)
 
@@ -71,11 +77,18 @@ class IngestPipeline:
                 raise PipelineClosed(f"{self.name} is shut down")
             update = self.mapper.map(records)
             self.spans += len(records)
-            if update.remove:
-                self.writer.remove(update.remove)
-            if update.add:
-                self.writer.add(nquads(update.add), len(update.add))
+            if update.remove or update.add:
+                try:
+                    self.writer.update(update.remove, nquads(update.add), len(update.add))
+                except NotStored:
+                    self.mapper.unstored(update)
+                    raise
             return Submitted(self.writer.submitted, update)
+
+    def unstored(self, update: Update) -> None:
+        """``update`` was submitted but its commit is not confirmed (the receiver does not
+        acknowledge it): a retry must write its traces whole."""
+        self.mapper.unstored(update)
 
     def wait(self, seq: int | None = None, timeout: float | None = None) -> bool:
         """Whether everything submitted up to ``seq`` (default: so far) was stored in time."""
@@ -83,8 +96,10 @@ class IngestPipeline:
 
     def close(self, timeout: float | None = None) -> bool:
         """Refuse new spans, store what is queued (or rescue it), release the store.  Returns whether
-        everything was stored.  A store that hangs longer than ``timeout`` is left to the writer
-        thread (what was committed is safe).  Closing again returns True at once."""
+        everything was stored.  Returns within about ``timeout`` seconds whatever the store does: a
+        store that hangs (a disk that does not answer) is left to a background thread (what was
+        committed is safe).  Closing again returns True at once."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._close_lock:
             if self._closed:
                 return True
@@ -96,11 +111,46 @@ class IngestPipeline:
             logger.error("%s: the store did not finish writing within %.0f s at shutdown; what is still "
                          "queued is not stored", self.name, timeout or 0)
             return False
-        with self._lock:  # no submit() is between mapping and handing over any more
-            pass
+        store = self.store
+
+        def close_store() -> None:
+            with self._lock:  # no submit() is between mapping and handing over any more
+                pass
+            if _appends(store):
+                store.close(None if deadline is None else max(0.0, deadline - time.monotonic() - 0.1))
+            else:
+                store.close()
+
         try:
-            self.store.close()
+            finished = _within(close_store, deadline, f"{self.name}-close")
         except Exception as exc:
             logger.error("%s: closing the store failed: %s", self.name, exc)
             return False
+        if not finished:
+            logger.error("%s: the store did not close within %.1f s (a disk that does not answer?); "
+                         "what was appended stays in its log, to be synced and folded when it can",
+                         self.name, timeout or 0)
+            return False
         return stored
+
+
+def _within(work: Callable[[], None], deadline: float | None, name: str) -> bool:
+    """Run ``work`` in a thread and wait for it until ``deadline`` (``time.monotonic()``; None: no
+    limit).  False if it has not finished by then (it goes on in the background: a daemon thread);
+    its exception is raised here."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the waiting thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    if thread.is_alive():
+        return False
+    if errors:
+        raise errors[0]
+    return True

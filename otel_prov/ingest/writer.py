@@ -37,7 +37,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +82,11 @@ class _Counters:
         self.rescued = False
         """Whether unwritten data had to be saved to a rescue file at close."""
 
+    @property
+    def failing(self) -> str | None:
+        """Why the store cannot be written now (None: it can)."""
+        return self.last_error if self.consecutive_failures else None
+
     def _failed(self, exc: Exception) -> None:
         self.failures += 1
         self.consecutive_failures += 1
@@ -122,6 +127,10 @@ class Writer(_Counters):
 
     def remove(self, quads: Sequence[Quad]) -> int:
         return self._submit(_Op(0, remove=quads))
+
+    def update(self, remove: Sequence[Quad], data: bytes, count: int) -> int:
+        """Removals, then additions, as one operation: queued together or refused together."""
+        return self._submit(_Op(0, data=data, count=count, remove=remove))
 
     def _submit(self, op: _Op) -> int:
         deadline = time.monotonic() + MAX_SUBMIT_WAIT
@@ -223,8 +232,12 @@ class Writer(_Counters):
             if ops is None:
                 return
             try:
-                if ops[0].remove:
+                if ops[0].remove:  # taken alone: removals, then its additions
                     self._store.remove(ops[0].remove)
+                    count = ops[0].count
+                    if ops[0].data:
+                        self._store.add(ops[0].data, count)
+                    self.written_quads += count
                 else:
                     count = sum(op.count for op in ops)
                     data = ops[0].data if len(ops) == 1 else b"".join(op.data for op in ops)
@@ -287,35 +300,41 @@ class AppendWriter(_Counters):
         """Always 0: nothing waits in memory."""
 
     def add(self, data: bytes, count: int) -> int:
-        seq = self._append(lambda: self._store.add(data, count))
-        self.written_quads += count
-        return seq
+        return self.update((), data, count)
 
     def remove(self, quads: Sequence[Quad]) -> int:
-        return self._append(lambda: self._store.remove(quads))
+        return self.update(quads, b"", 0)
 
-    def _append(self, append: Callable[[], None]) -> int:
+    def update(self, remove: Sequence[Quad], data: bytes, count: int) -> int:
+        """Removals, then additions, appended in one write (all or nothing): :class:`LogFailed` if
+        the log cannot be written."""
         try:
-            append()
+            self._store.update(remove, data, count)
         except OSError as exc:
             self._failed(exc)
             raise LogFailed(f"the store's log could not be written: {exc}") from exc
         self.consecutive_failures = 0
+        self.written_quads += count
         return self._store.position
+
+    @property
+    def failing(self) -> str | None:
+        """Why the log cannot be written now; the log clears it itself once it can (it probes)."""
+        return self._store.failure
 
     @property
     def submitted(self) -> int:
         return self._store.position
 
     def wait(self, seq: int | None = None, timeout: float | None = None) -> bool:
-        """Block until everything appended up to ``seq`` (default: so far) is durable; False if
-        syncing failed (the caller does not acknowledge; the data may still be synced later)."""
+        """Whether everything appended up to ``seq`` (default: so far) became durable within
+        ``timeout`` seconds; False too if syncing failed (the caller does not acknowledge; the data
+        may still be synced later)."""
         try:
-            self._store.sync(seq)
+            return self._store.sync(seq, timeout)
         except OSError as exc:
             self._failed(exc)
             return False
-        return True
 
     @property
     def alive(self) -> bool:

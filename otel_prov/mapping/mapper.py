@@ -74,6 +74,9 @@ class Update:
     failed: list[tuple[SpanRecord, str]] = field(default_factory=list)
     """Spans the mapping raised on (a bug or input it cannot handle), with the error: nothing of
     them was written, and mapping them again would fail the same way."""
+    rewritten: dict[int, frozenset[Quad]] = field(default_factory=dict)
+    """Framework traces whose graph this update rewrites, with the quads the mapper took to be in
+    the store before (what :meth:`TraceMapper.unstored` needs if the update never gets there)."""
 
 
 @dataclass
@@ -85,6 +88,10 @@ class _TraceState:
     remote_roots: int = 0
     quads: frozenset[Quad] = frozenset()
     problems: Counter[str] = field(default_factory=Counter)
+    unsure: frozenset[Quad] | None = None
+    """Set when an update of this trace may not have reached the store: every quad that may be
+    there.  The next span of the trace rewrites it whole (removes all of these it does not keep,
+    adds all it keeps)."""
 
 
 class TraceMapper:
@@ -139,6 +146,19 @@ class TraceMapper:
                     self._evict(trace_id, update)
         return update
 
+    def unstored(self, update: Update) -> None:
+        """``update`` may not have reached the store (appending it failed, or its commit was not
+        confirmed).  The next span of each framework trace it rewrote rewrites that trace whole --
+        a retried request too, whose spans are all known by then -- so what the store holds ends
+        right whichever part of the update got there.  (Our own flows need nothing: their spans
+        map the same again.)"""
+        with self._lock:
+            for trace_id, before in update.rewritten.items():
+                trace = self._genai.get(trace_id) or self._plain.get(trace_id)
+                if trace is None:  # forgotten meanwhile: its quads stay as they are
+                    continue
+                trace.unsure = (trace.unsure or frozenset()) | before | trace.quads
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -190,8 +210,9 @@ class TraceMapper:
             self._genai[trace_id] = self._plain.pop(trace_id)
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
         # span taken as a root because its (remote) parent was missing.
-        if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
-            self._recompute(trace, update, recs)
+        if new_relevant or trace.unsure is not None or (
+                new_structure and (trace.waiting or trace.remote_roots)):
+            self._recompute(trace_id, trace, update, recs)
         update.waiting += trace.waiting
 
     def _touch(self, trace_id: int) -> _TraceState:
@@ -203,7 +224,7 @@ class TraceMapper:
         trace = self._plain[trace_id] = _TraceState()
         return trace
 
-    def _recompute(self, trace: _TraceState, update: Update, recs: list[SpanRecord]) -> None:
+    def _recompute(self, trace_id: int, trace: _TraceState, update: Update, recs: list[SpanRecord]) -> None:
         try:
             result = map_agent_traces(list(trace.nodes.values()), self.profile)
             if result.too_large:
@@ -219,8 +240,14 @@ class TraceMapper:
             update.problems.append(MAPPING_FAILED)
             return
         new = frozenset(result.quads)
-        update.remove.extend(trace.quads - new)
-        update.add.extend(new - trace.quads)
+        update.rewritten.setdefault(trace_id, trace.quads)
+        if trace.unsure is not None:  # the store may hold any of these: say everything
+            update.remove.extend((trace.quads | trace.unsure) - new)
+            update.add.extend(new)
+            trace.unsure = None
+        else:
+            update.remove.extend(trace.quads - new)
+            update.add.extend(new - trace.quads)
         trace.quads = new
         trace.waiting = result.waiting
         trace.remote_roots = result.remote_roots

@@ -27,8 +27,9 @@ from typing import Any
 
 from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.problems import ProblemLog
-from ..ingest.writer import WriterFull
+from ..ingest.writer import NotStored, WriterFull
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
+from ..mapping.mapper import Update
 from ..mapping.spans import otlp_slices
 from ..settings import (
     DEFAULT_ACK_TIMEOUT,
@@ -271,6 +272,9 @@ class Receiver:
             return refusal
         try:
             return self._ingest(request, deadline)
+        except NotStored as exc:  # the store refused it (a full disk): nothing of it is kept
+            self._refused_inflight("store failing")
+            return _unavailable(f"the store is failing ({exc}); retry later", RETRY_STORE_SECONDS)
         except Exception:
             self.problems.exception("unexpected error while ingesting (see the first traceback)")
             return _unavailable("internal error in the receiver; retry", RETRY_STORE_SECONDS)
@@ -286,9 +290,9 @@ class Receiver:
             if self._closed:
                 kind = "shutting down"
                 outcome = _unavailable("the receiver is closed", RETRY_DRAINING_SECONDS)
-            elif writer.consecutive_failures:
+            elif writer.failing:
                 kind = "store failing"
-                outcome = _unavailable(f"the store is failing ({writer.last_error}); retry later",
+                outcome = _unavailable(f"the store is failing ({writer.failing}); retry later",
                                        RETRY_STORE_SECONDS)
             elif self._inflight >= self._max_inflight or writer.pending_bytes > self._max_pending_bytes:
                 kind = "too many requests in flight"
@@ -305,6 +309,7 @@ class Receiver:
         request never holds all its spans as records at once, and it takes its turn at the mapping
         slice by slice, in arrival order with the other requests, so it cannot starve them."""
         rejected: list[str] = []
+        updates: list[Update] = []
         accepted = added = 0
         seq = self._writer.submitted  # a request with no span waits for nothing new
         for part in otlp_slices(request.resource_spans, SLICE_SPANS):
@@ -322,6 +327,7 @@ class Receiver:
                 self._refused_inflight("closed while mapping")
                 return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
             seq, update = submitted.seq, submitted.update
+            updates.append(update)
             # A span the mapping raised on, or too large for the store, is rejected (a retry would
             # fail the same way); the others are stored.
             for rec, error in update.failed:
@@ -334,6 +340,8 @@ class Receiver:
                 self.problems.report(problems)
         failure = self._await(seq, deadline)
         if failure is not None:
+            for update in updates:  # the client's retry must write their traces whole
+                self._pipeline.unstored(update)
             return failure
         with self._cv:
             self.stats.acknowledged_requests += 1
@@ -362,14 +370,15 @@ class Receiver:
                     return _unavailable("the receiver closed; retry", RETRY_DRAINING_SECONDS)
                 return None
             now = time.monotonic()
-            if now - before < 0.04:  # wait() returned at once: the writer thread is gone
+            if now - before < 0.04 and not self._writer.failing:  # the writer thread is gone
                 self._refused_inflight("writer stopped")
                 return _unavailable("the receiver's writer has stopped; retry", RETRY_STORE_SECONDS)
-            if self._writer.consecutive_failures:
+            failing = self._writer.failing
+            if failing:
                 failing_since = failing_since or now
                 if now - failing_since >= _STORE_FAILING_GRACE:
                     self._refused_inflight("store failing")
-                    return _unavailable(f"the store is failing ({self._writer.last_error}); retry later",
+                    return _unavailable(f"the store is failing ({failing}); retry later",
                                         RETRY_STORE_SECONDS)
             else:
                 failing_since = None
@@ -387,7 +396,7 @@ class Receiver:
     # -- health and shutdown ----------------------------------------------------------------------
 
     def healthy(self) -> bool:
-        return not self._draining and not self._closed and not self._writer.consecutive_failures
+        return not self._draining and not self._closed and not self._writer.failing
 
     def health(self) -> dict[str, Any]:
         status = "ok" if self.healthy() else ("draining" if self._draining else "store failing")

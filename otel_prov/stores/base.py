@@ -100,18 +100,35 @@ class WriteStore(Protocol):
 
 
 class AppendStore(WriteStore, Protocol):
-    """A :class:`WriteStore` whose ``add`` and ``remove`` append to a log at once, in the caller's
-    thread (they survive the death of the process when they return), and whose :meth:`sync` makes
-    them durable (they survive a power cut).  The ingest pipeline writes to it directly, without a
-    writer thread."""
+    """A :class:`WriteStore` whose ``add``, ``remove`` and :meth:`update` append to a log at once,
+    in the caller's thread (they survive the death of the process when they return), and whose
+    :meth:`sync` makes them durable (they survive a power cut).  The ingest pipeline writes to it
+    directly, without a writer thread."""
 
     @property
     def position(self) -> int:
         """How far the log has been appended (pass it to :meth:`sync`)."""
         ...
 
-    def sync(self, upto: int | None = None) -> None:
-        """Return once everything appended up to ``upto`` (default: so far) is durable."""
+    @property
+    def failure(self) -> str | None:
+        """Why the log cannot be written now (None: it can).  The store clears it by itself once
+        it can be written again."""
+        ...
+
+    def update(self, remove: Sequence[Quad], data: bytes, count: int) -> None:
+        """Removals, then ``count`` quads of N-Quads ``data``, appended in one write: all or
+        nothing (``OSError``)."""
+        ...
+
+    def sync(self, upto: int | None = None, timeout: float | None = None) -> bool:
+        """Whether everything appended up to ``upto`` (default: so far) became durable within
+        ``timeout`` seconds; ``OSError`` if syncing failed."""
+        ...
+
+    def close(self, timeout: float | None = None) -> None:
+        """Make everything durable and release the store, spending at most about ``timeout``
+        seconds on work that can wait (folding)."""
         ...
 
 

@@ -12,7 +12,10 @@ from it.  Any number of processes write and read one store at the same time.
 - **Indexing** (:class:`IndexerService`, :mod:`.indexer`): the process holding the index lock folds
   every segment into the index every :data:`~.indexer.FOLD_INTERVAL` seconds.  Every writer tries to
   take the lock when it opens and then every :data:`~.indexer.TAKE_OVER_INTERVAL` seconds, so when
-  the indexing process exits another takes over.
+  the indexing process exits another takes over; a writer that closes folds what is left, within
+  its timeout, so a store whose writers all exited cleanly is folded whole.  A fold that fails
+  closes the index (RocksDB refuses every write after some I/O errors until it is reopened) and
+  releases the lock: the next attempt reopens it.
 - **Reading** (:func:`open_reader`): a reader that finds the index lock free takes it, folds
   everything committed, and reads the index read-write.  When another process holds it, the reader
   waits (at most :data:`READ_WAIT` seconds) until that process has folded what the log held when
@@ -35,13 +38,22 @@ import rdflib
 from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, nquads
 from . import segments as seg
-from .indexer import FOLD_INTERVAL, TAKE_OVER_INTERVAL, Indexer, IndexLock, wait_folded
+from .indexer import (
+    FOLD_BYTES,
+    FOLD_INTERVAL,
+    TAKE_OVER_INTERVAL,
+    Indexer,
+    IndexLock,
+    wait_folded,
+)
 from .oxigraph import Locked, OxigraphStore, prepare_directory
 
 logger = logging.getLogger(__name__)
 
 READ_WAIT = 5.0
 """Seconds a reader waits, at most, for the indexing process to fold what the log holds."""
+FINAL_FOLD_BYTES = FOLD_BYTES // 8
+"""Rounds of the fold a closing writer does are this small, so it can stop at its deadline."""
 
 
 class IndexerService:
@@ -54,6 +66,7 @@ class IndexerService:
         self.index: OxigraphStore | None = None
         self.indexer: Indexer | None = None
         self.errors = 0
+        self._failing = False
         self._interval = interval
         self._take_over = take_over
         self._stop = threading.Event()
@@ -101,23 +114,58 @@ class IndexerService:
                     if not self.take():
                         continue
                 self.fold()
-            except Exception as exc:  # the log keeps everything: try again next time
+            except Exception as exc:  # the log keeps everything: reopen the index, try again
                 self.errors += 1
-                if self.errors == 1 or self.errors % 100 == 0:
+                if not self._failing or self.errors % 100 == 0:
                     logger.error("otel-prov: folding the log into the index at %s failed (%d times so "
-                                 "far): %s", self.path, self.errors, exc)
+                                 "far): %s; the index is reopened and the fold tried again", self.path,
+                                 self.errors, exc)
+                self._failing = True
+                self._drop()
+                last_try = 0.0
+            else:
+                if self._failing and self.index is not None:
+                    self._failing = False
+                    logger.warning("otel-prov: folding the log into the index at %s works again",
+                                   self.path)
 
-    def close(self) -> None:
-        """Stop (a fold under way finishes its round) and release the index."""
-        self._stop.set()
-        self._thread.join()
+    def _drop(self) -> None:
+        """Close the index and release the lock (after a failure: RocksDB stays unusable after some
+        I/O errors until it is reopened, and another process may index meanwhile)."""
         with self._mutex:
             index, self.index, self.indexer = self.index, None, None
             try:
                 if index is not None:
                     index.close()
+            except Exception as exc:
+                logger.debug("otel-prov: closing the failed index at %s: %s", self.path, exc)
             finally:
                 self.lock.release()
+
+    def close(self, deadline: float | None = None) -> None:
+        """Stop folding in the background; then, until ``deadline`` (``time.monotonic()``; None:
+        no limit), fold what is left if this process holds the index or can take it -- the last
+        writer to close leaves the store folded -- and release the index."""
+        self._stop.set()
+        self._thread.join()
+        try:
+            if deadline is None or time.monotonic() < deadline:
+                self._fold_rest(deadline)
+        finally:
+            self._drop()
+
+    def _fold_rest(self, deadline: float | None) -> None:
+        try:
+            if not self.take():
+                return
+            with self._mutex:
+                indexer = self.indexer
+                while indexer is not None and (deadline is None or time.monotonic() < deadline):
+                    if indexer.fold_round(FINAL_FOLD_BYTES) < 0:
+                        return
+        except Exception as exc:  # the log keeps it: the next indexer folds it
+            logger.warning("otel-prov: folding the rest of the log at %s on close failed: %s",
+                           self.path, exc)
 
 
 class LoggedStore:
@@ -144,24 +192,38 @@ class LoggedStore:
         """Bytes appended so far: pass to :meth:`sync`."""
         return self.log.appended
 
+    @property
+    def failure(self) -> str | None:
+        """Why the log cannot be written now (None: it can); cleared by the log's own probe."""
+        return self.log.failure
+
     def add(self, data: bytes, count: int) -> None:
-        self.log.append(seg.ADD, data)
+        self.update((), data, count)
 
     def remove(self, quads: Sequence[Quad]) -> None:
-        if quads:
-            self.log.append(seg.REMOVE, nquads(quads))
+        self.update(quads, b"", 0)
 
-    def sync(self, upto: int | None = None) -> None:
-        """Return once everything appended up to ``upto`` (default: so far) is durable (group
-        commit: callers at the same time share one ``fdatasync``)."""
-        self.log.sync(upto)
+    def update(self, remove: Sequence[Quad], data: bytes, count: int) -> None:
+        """Removals, then additions, appended in one write: all of them or none."""
+        records = [(seg.REMOVE, nquads(remove))] if remove else []
+        if data:
+            records.append((seg.ADD, data))
+        if records:
+            self.log.append_all(records)
 
-    def close(self) -> None:
-        """Sync and seal this process's segment; stop indexing (the next indexer folds the rest)."""
+    def sync(self, upto: int | None = None, timeout: float | None = None) -> bool:
+        """Whether everything appended up to ``upto`` (default: so far) became durable within
+        ``timeout`` seconds (group commit: callers at the same time share one ``fdatasync``)."""
+        return self.log.sync(upto, timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Sync and seal this process's segment, fold what is left (within ``timeout`` seconds, if
+        this process indexes or nobody does), release the index."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self.log.close()
         finally:
-            self.service.close()
+            self.service.close(deadline)
 
     # -- reading back in this process (tests, notebooks) ------------------------------------------
 

@@ -37,9 +37,10 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 logger = logging.getLogger(__name__)
 
@@ -87,27 +88,33 @@ def read_records(path: Path, offset: int, budget: int) -> tuple[list[Record], bo
     """The committed records of the segment at ``path`` from ``offset`` (0: its start), up to about
     ``budget`` bytes of payload (at least one record).  Returns them and whether the committed
     prefix ended within what was read (a torn or incomplete record, or the end of the file)."""
-    records: list[Record] = []
     with open(path, "rb") as fh:
-        if offset < len(MAGIC):
-            if fh.read(len(MAGIC)) != MAGIC:
-                raise ValueError(f"{path} is not an otel-prov log segment")
-            offset = len(MAGIC)
-        fh.seek(offset)
-        used = 0
-        while used < budget or not records:
-            header = fh.read(HEADER_SIZE)
-            if len(header) < HEADER_SIZE:
-                return records, True
-            kind, length, crc = _HEADER.unpack(header)
-            if kind not in (ADD, REMOVE):
-                return records, True
-            payload = fh.read(length)
-            if len(payload) < length or _crc(kind, length, payload) != crc:
-                return records, True
-            offset += HEADER_SIZE + length
-            used += length
-            records.append(Record(kind, payload, offset))
+        return read_open_records(fh, offset, budget)
+
+
+def read_open_records(fh: IO[bytes], offset: int, budget: int) -> tuple[list[Record], bool]:
+    """:func:`read_records` from a segment already open (``fh``)."""
+    records: list[Record] = []
+    if offset < len(MAGIC):
+        fh.seek(0)
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise ValueError(f"{fh.name} is not an otel-prov log segment")
+        offset = len(MAGIC)
+    fh.seek(offset)
+    used = 0
+    while used < budget or not records:
+        header = fh.read(HEADER_SIZE)
+        if len(header) < HEADER_SIZE:
+            return records, True
+        kind, length, crc = _HEADER.unpack(header)
+        if kind not in (ADD, REMOVE):
+            return records, True
+        payload = fh.read(length)
+        if len(payload) < length or _crc(kind, length, payload) != crc:
+            return records, True
+        offset += HEADER_SIZE + length
+        used += length
+        records.append(Record(kind, payload, offset))
     return records, False
 
 
@@ -211,8 +218,34 @@ def pending_bytes(directory: Path, folded: dict[str, int] | None = None) -> dict
 # -- the writer side --------------------------------------------------------------------------------
 
 
+PROBE_INTERVAL = 1.0
+"""Seconds between a failing writer's probes of its disk: it is usable again, by itself, once a
+probe succeeds (no restart, no traffic needed)."""
+PROBE_FREE_BYTES = 1 << 20
+"""A probe counts a disk that was full as usable again only with at least this much free."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FailedSync:
+    attempt: int
+    error: OSError
+
+
 class SegmentWriter:
-    """This process's segments of one store: append, group commit, rotate, seal.  Thread-safe."""
+    """This process's segments of one store: append, group commit, rotate, seal.  Thread-safe.
+
+    **Faults.**  A failed append is cut back out of the segment (nothing half stays) and raised; a
+    segment that cannot be cut back is retired (never appended to again) and the next append starts
+    a new one.  A segment that cannot be started (a full disk, a read-only directory, no descriptor
+    left) is started again at the next append.  Meanwhile :attr:`failure` says why the log cannot be
+    written, and the sync thread probes the disk every :data:`PROBE_INTERVAL` seconds (free space,
+    a segment open, an ``fdatasync``): the first probe that succeeds clears it.
+
+    **Syncing.**  The sync thread does every ``fdatasync`` (group commit): every
+    :data:`SYNC_INTERVAL` seconds while something is unsynced, and at once when a caller of
+    :meth:`sync` waits.  A caller waits at most its timeout, so a disk that hangs never hangs it.
+    A retired segment (rotated, or abandoned) keeps its descriptor, and its lock, until it is
+    synced; then it is closed, which seals it."""
 
     def __init__(self, directory: Path, *, sync_interval: float | None = None,
                  segment_bytes: int | None = None) -> None:
@@ -223,20 +256,36 @@ class SegmentWriter:
         self._fd = -1
         self._size = 0
         self.name = ""
-        self._lock = threading.Lock()        # appends, rotation
-        self._sync_cv = threading.Condition()
-        self._syncing = False
+        self._retired: list[tuple[int, str]] = []
+        """Segments no longer appended to whose descriptor is kept until they are synced."""
+        self._lock = threading.Lock()        # appends, rotation, the descriptors
+        self._cv = threading.Condition()     # the sync state below
         self.appended = 0
         """Bytes appended so far over all this writer's segments."""
         self.synced = 0
         """Bytes of :attr:`appended` known durable."""
+        self._wanted = 0
+        self._retry_at = 0.0
+        self._attempts = 0
+        self._failed_sync: _FailedSync | None = None
+        self._append_error: OSError | None = None
+        self._sync_error: OSError | None = None
         self._closed = False
+        """Set when :meth:`close` begins: no more appends."""
+        self._finished = False
+        """Set when :meth:`close` has synced and closed every segment."""
         directory.mkdir(parents=True, exist_ok=True)
         self._open_next()
         self._stop = threading.Event()
         self._sync_interval = SYNC_INTERVAL if sync_interval is None else sync_interval
-        self._thread = threading.Thread(target=self._sync_loop, name="otel-prov-log-sync", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="otel-prov-log-sync", daemon=True)
         self._thread.start()
+
+    @property
+    def failure(self) -> str | None:
+        """Why the log cannot be written now (None: it can)."""
+        error = self._append_error or self._sync_error
+        return None if error is None else (error.strerror or str(error))
 
     def _open_next(self) -> None:
         self._n += 1
@@ -256,88 +305,201 @@ class SegmentWriter:
         self._fd, self._size, self.name = fd, len(MAGIC), name
 
     def append(self, kind: bytes, payload: bytes) -> int:
-        """Append one record; returns :attr:`appended` after it (pass it to :meth:`sync`).  On an
-        error nothing of the record stays in the segment (it is cut back), and ``OSError`` is
-        raised."""
-        record = encode(kind, payload)
+        """Append one record; see :meth:`append_all`."""
+        return self.append_all([(kind, payload)])
+
+    def append_all(self, records: Sequence[tuple[bytes, bytes]]) -> int:
+        """Append ``(kind, payload)`` records in one write: all of them or none.  Returns
+        :attr:`appended` after them (pass it to :meth:`sync`).  On an error nothing of them stays in
+        the log, and ``OSError`` is raised."""
+        data = b"".join(encode(kind, payload) for kind, payload in records)
         with self._lock:
             if self._closed:
                 raise OSError(errno.EBADF, "the log segment is closed")
-            if self._size + len(record) > self._segment_bytes and self._size > len(MAGIC):
-                self._rotate()
             try:
-                _write_all(self._fd, record)
-            except OSError:
-                try:
-                    os.ftruncate(self._fd, self._size)
-                except OSError as exc:  # the segment is unusable: start another
-                    logger.error("otel-prov: cannot cut back a failed append to %s: %s", self.name, exc)
-                    self._rotate()
+                if self._fd >= 0 and self._size + len(data) > self._segment_bytes \
+                        and self._size > len(MAGIC):
+                    self._retire()
+                if self._fd < 0:
+                    self._open_next()
+                self._write(data)
+            except OSError as exc:
+                self._append_failed(exc)
                 raise
-            self._size += len(record)
-            self.appended += len(record)
+            if self._append_error is not None:
+                self._recovered("append")
+            self._size += len(data)
+            self.appended += len(data)
             return self.appended
 
-    def _rotate(self) -> None:
-        """Seal the current segment (synced, closed: its lock is released once no sync still holds
-        a duplicate of its descriptor) and open the next.  Called with the append lock held."""
-        os.fdatasync(self._fd)
-        os.close(self._fd)
-        self._fd = -1
-        with self._sync_cv:
-            self.synced = max(self.synced, self.appended)
-        self._open_next()
-
-    def sync(self, upto: int | None = None) -> None:
-        """Return once everything appended up to ``upto`` (default: so far) is durable.  Callers
-        that arrive while an ``fdatasync`` runs wait for it and share the next one."""
-        target = self.appended if upto is None else upto
-        while True:
-            with self._sync_cv:
-                while self._syncing and self.synced < target:
-                    self._sync_cv.wait()
-                if self.synced >= target:
-                    return
-                self._syncing = True
+    def _write(self, data: bytes) -> None:
+        try:
+            _write_all(self._fd, data)
+        except OSError:
             try:
-                with self._lock:  # a duplicate: rotation may close the segment meanwhile
-                    if self._fd < 0:
-                        raise OSError(errno.EBADF, "the log segment is closed")
-                    end, fd = self.appended, os.dup(self._fd)
-                try:
-                    os.fdatasync(fd)
-                finally:
-                    os.close(fd)
-                with self._sync_cv:
-                    self.synced = max(self.synced, end)
-            finally:
-                with self._sync_cv:
-                    self._syncing = False
-                    self._sync_cv.notify_all()
+                os.ftruncate(self._fd, self._size)
+            except OSError as exc:  # a torn record may stay at its end: never append there again
+                logger.error("otel-prov: cannot cut back a failed append to %s (%s); it is sealed and "
+                             "the next append starts a new segment", self.name, exc)
+                self._retire()
+            raise
 
-    def _sync_loop(self) -> None:
-        while not self._stop.wait(self._sync_interval):
-            if self.synced < self.appended:
-                try:
-                    self.sync()
-                except OSError as exc:
-                    logger.error("otel-prov: syncing the log segment %s failed: %s", self.name, exc)
+    def _retire(self) -> None:
+        """Stop appending to the current segment (called with the append lock held); the sync
+        thread syncs and closes it, which seals it."""
+        self._retired.append((self._fd, self.name))
+        self._fd, self.name = -1, ""
+        with self._cv:
+            self._cv.notify_all()
+
+    def _append_failed(self, exc: OSError) -> None:
+        if self._append_error is None and self._sync_error is None:
+            logger.error("otel-prov: the log at %s cannot be written (%s); appends fail until a probe "
+                         "finds it writable again", self.directory, exc)
+        self._append_error = exc
+
+    def _recovered(self, what: str) -> None:
+        if what == "append":
+            self._append_error = None
+        else:
+            self._sync_error = None
+        if self._append_error is None and self._sync_error is None:
+            logger.warning("otel-prov: the log at %s can be written again", self.directory)
+
+    # -- syncing --------------------------------------------------------------------------------
+
+    def sync(self, upto: int | None = None, timeout: float | None = None) -> bool:
+        """Wait until everything appended up to ``upto`` (default: so far) is durable: True once it
+        is, False if ``timeout`` seconds pass first.  Raises ``OSError`` if an ``fdatasync`` begun
+        after this call failed (what it covered is not known durable)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            target = self.appended if upto is None else upto
+            if self.synced >= target:
+                return True
+            if self._finished:
+                raise OSError(errno.EBADF, "the log segment is closed")
+            begun = self._attempts
+            self._wanted = max(self._wanted, target)
+            self._cv.notify_all()
+            while self.synced < target:
+                failed = self._failed_sync
+                if failed is not None and failed.attempt > begun:
+                    raise failed.error
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                if self._finished:
+                    raise OSError(errno.EBADF, "the log segment is closed")
+                self._cv.wait(remaining)
+            return True
+
+    def _due(self) -> bool:
+        """The sync thread's wake-up condition (called with ``_cv`` held)."""
+        return self._stop.is_set() or (self._wanted > self.synced and time.monotonic() >= self._retry_at)
+
+    def _run(self) -> None:
+        last_probe = 0.0
+        while True:
+            with self._cv:
+                self._cv.wait_for(self._due, self._sync_interval)
+                if self._stop.is_set():
+                    return
+            now = time.monotonic()
+            if self.failure is not None and now - last_probe >= PROBE_INTERVAL:
+                last_probe = now
+                self._probe()
+            if (self.synced < self.appended or self._retired) and now >= self._retry_at:
+                if self._sync_once() is not None:  # not again at once: waiters' timeouts bound them
+                    self._retry_at = time.monotonic() + min(PROBE_INTERVAL, max(self._sync_interval, 0.05))
+
+    def _sync_once(self) -> OSError | None:
+        """One group commit: ``fdatasync`` of the retired segments and the current one; synced
+        retired segments are closed (sealed).  Returns the error, if it failed."""
+        with self._lock:
+            end = self.appended
+            retired = list(self._retired)
+            current = os.dup(self._fd) if self._fd >= 0 else -1
+        with self._cv:
+            self._attempts += 1
+            attempt = self._attempts
+        error: OSError | None = None
+        done: list[tuple[int, str]] = []
+        try:
+            for fd, name in retired:
+                os.fdatasync(fd)
+                done.append((fd, name))
+            if current >= 0:
+                os.fdatasync(current)
+        except OSError as exc:
+            error = exc
+        finally:
+            if current >= 0:
+                os.close(current)
+        if done:
+            with self._lock:
+                for item in done:
+                    self._retired.remove(item)
+                    os.close(item[0])
+        with self._cv:
+            if error is None:
+                self.synced = max(self.synced, end)
+                if self._sync_error is not None:
+                    self._recovered("sync")
+            else:
+                if self._sync_error is None and self._append_error is None:
+                    logger.error("otel-prov: syncing the log at %s failed (%s); what it covered is not "
+                                 "known durable", self.directory, error)
+                self._sync_error = error
+                self._failed_sync = _FailedSync(attempt, error)
+            self._cv.notify_all()
+        return error
+
+    def _probe(self) -> None:
+        """Whether the log can be written again: room on the disk, a segment open, a sync."""
+        try:
+            st = os.statvfs(self.directory)
+            if st.f_bavail * st.f_frsize < PROBE_FREE_BYTES:
+                return
+            with self._lock:
+                if self._closed:
+                    return
+                if self._fd < 0:
+                    self._open_next()
+        except OSError as exc:
+            logger.debug("otel-prov: the log at %s is still not writable: %s", self.directory, exc)
+            return
+        if self._sync_once() is None and self._append_error is not None:
+            with self._lock:
+                self._recovered("append")
 
     def close(self) -> None:
-        """Sync and seal: the segment's lock is released, so an indexer may fold it and delete it."""
-        self._stop.set()
-        self._thread.join()
+        """Sync and seal: the segments' locks are released, so an indexer may fold them and delete
+        them.  Raises ``OSError`` if the last ``fdatasync`` fails (the segments are closed anyway)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            try:
-                if self.synced < self.appended:
-                    os.fdatasync(self._fd)
-                    self.synced = self.appended
-            finally:
-                os.close(self._fd)
-                self._fd = -1
+        self._stop.set()
+        with self._cv:
+            self._cv.notify_all()
+        self._thread.join()
+        with self._lock:
+            fds = [fd for fd, _ in self._retired] + ([self._fd] if self._fd >= 0 else [])
+            self._retired, self._fd = [], -1
+            end = self.appended
+        try:
+            if self.synced < end:
+                for fd in fds:
+                    os.fdatasync(fd)
+                with self._cv:
+                    self.synced = end
+        finally:
+            for fd in fds:
+                os.close(fd)
+            with self._cv:
+                self._finished = True
+                self._cv.notify_all()
 
 
 def _write_all(fd: int, data: bytes) -> None:
