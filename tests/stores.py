@@ -1,5 +1,5 @@
-"""Reading an on-disk store back in tests, as every reader does: through the store's reader, which
-folds the log into the index (or waits for the process that indexes it)."""
+"""Reading an on-disk store back in tests, as every reader does (no lock, nothing written: the
+index's snapshot with the unfolded log replayed in memory), and folding it as a writer does."""
 
 from __future__ import annotations
 
@@ -9,14 +9,22 @@ from pathlib import Path
 
 import pyoxigraph
 
+from otel_prov.stores import logstore
 from otel_prov.stores.logstore import open_reader
 
 
 @contextmanager
 def read_back(path: Path) -> Iterator[pyoxigraph.Store]:
-    """The index of the store at ``path``, with everything committed to its log folded in."""
+    """Everything committed to the store at ``path`` (its index and its log)."""
     store = open_reader(path)
     try:
         yield store.inner
     finally:
         store.close()
+
+
+def fold(path: Path) -> int:
+    """Fold the store's log into its index, as the indexing process does; the records folded."""
+    folded = logstore.fold(path)
+    assert folded is not None, f"another process indexes {path}"
+    return folded

@@ -16,22 +16,24 @@ from it.  Any number of processes write and read one store at the same time.
   its timeout, so a store whose writers all exited cleanly is folded whole.  A fold that fails
   closes the index (RocksDB refuses every write after some I/O errors until it is reopened) and
   releases the lock: the next attempt reopens it.
-- **Reading** (:func:`open_reader`): a reader that finds the index lock free takes it, folds
-  everything committed, and reads the index read-write.  When another process holds it, the reader
-  waits (at most :data:`READ_WAIT` seconds) until that process has folded what the log held when
-  the reader started, then reads a read-only snapshot of the index: it never blocks a writer.  When
-  the lock cannot be taken at all (a read-only file system), it reads the index as it is and says
-  how much of the log is not shown.
+- **Reading** (:func:`open_reader`) takes no lock and writes nothing, ever (docs/store.md,
+  "Reading").  It reads a read-only snapshot of the index; what the log holds past the checkpoint
+  (a writer's last moments, a writer killed while nobody indexed) is replayed into an in-memory
+  copy, so a reader sees every committed operation even on a read-only file system.  When a process
+  is indexing, the reader first waits (at most :data:`READ_WAIT` seconds) until it has folded what
+  the log held when the reader started, so it usually reads the snapshot as it is, without a copy.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
+from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import rdflib
 
@@ -44,6 +46,8 @@ from .indexer import (
     TAKE_OVER_INTERVAL,
     Indexer,
     IndexLock,
+    apply_records,
+    index_held,
     wait_folded,
 )
 from .oxigraph import Locked, OxigraphStore, prepare_directory
@@ -52,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 READ_WAIT = 5.0
 """Seconds a reader waits, at most, for the indexing process to fold what the log holds."""
+READ_LOG_BYTES = 256 * 1024 * 1024
+"""A reader replays at most about this much of the unfolded log into memory (its memory bound);
+past it, each writer's first operations are shown and the rest is reported as not shown."""
 FINAL_FOLD_BYTES = FOLD_BYTES // 8
 """Rounds of the fold a closing writer does are this small, so it can stop at its deadline."""
 
@@ -255,6 +262,24 @@ class _Closing:
         self.store.close()
 
 
+def fold(path: Path) -> int | None:
+    """Fold the log of the store at ``path`` into its index now, as its indexing process does (the
+    index lock, the index read-write): the records folded, or None if another process holds the
+    index lock (it folds).  A writer's work, never a reader's."""
+    lock = IndexLock(seg.segments_dir(path))
+    if not lock.acquire():
+        return None
+    try:
+        index = OxigraphStore(path, on_close=lock.release)
+    except BaseException:
+        lock.release()
+        raise
+    try:
+        return Indexer(path, index).fold_all()
+    finally:
+        index.close()
+
+
 SNAPSHOT_TRIES = 20
 
 
@@ -273,38 +298,88 @@ def _snapshot(path: Path) -> OxigraphStore:
 
 
 def open_reader(path: Path, *, wait: float = READ_WAIT) -> OxigraphStore:
-    """Open the store at ``path`` to read (see the module's docstring); never creates a store."""
+    """Open the store at ``path`` to read (see the module's docstring): no lock, no write, never
+    creates a store."""
     directory = seg.segments_dir(path)
-    has_index = (path / "CURRENT").exists()
-    if not has_index and not directory.is_dir():
+    if not (path / "CURRENT").exists() and not directory.is_dir():
         raise StoreNotFound(
             f"no store at {path} (nothing has been exported there yet; check --store or "
             f"OTEL_PROV_STORE)"
         )
-    lock = IndexLock(directory)
-    taken = lock.acquire() if directory.is_dir() else None
-    if taken:
-        try:
-            store = OxigraphStore(path, on_close=lock.release)
-        except Locked:
-            lock.release()
-        except BaseException:
-            lock.release()
-            raise
-        else:
+    if wait > 0 and seg.pending_bytes(directory) and index_held(directory):
+        wait_folded(directory, wait)
+    return _read(path)
+
+
+def _read(path: Path) -> OxigraphStore:
+    """The index's snapshot, with the log's operations past the checkpoint replayed into an
+    in-memory copy of it when there are any.
+
+    The order makes it exact without a lock: the checkpoint is read first, then every segment is
+    opened (an open file stays readable if the indexer deletes it), then the snapshot.  A segment
+    deleted before it was opened was folded, and the index flushed, before its deletion, so the
+    snapshot has it; the snapshot holds at least the checkpoint's state, and replaying each
+    segment from the checkpoint in its order gives each quad the state its last operation says,
+    whatever part of the replay the snapshot already had (:mod:`.indexer`)."""
+    directory = seg.segments_dir(path)
+    folded = seg.load_checkpoint(directory)
+    files: list[tuple[str, IO[bytes]]] = []
+    try:
+        for name in seg.list_segments(directory):
             try:
-                Indexer(path, store).fold_all()
-            except BaseException:
-                store.close()
-                raise
-            return store
-    left = wait_folded(directory, wait) if taken is False else sum(
-        size for size in seg.pending_bytes(directory).values())
-    if not (path / "CURRENT").exists():
-        raise StoreError(f"the store at {path} has no index yet ({left} bytes of log not folded) and "
-                         "it cannot be built here; run a reader where the store is writable")
-    store = _snapshot(path)
+                files.append((name, open(directory / name, "rb")))  # noqa: SIM115 - closed below
+            except FileNotFoundError:
+                continue
+        index = _snapshot(path) if (path / "CURRENT").exists() else None
+        try:
+            sequences, left = _unfolded(files, folded)
+        except BaseException:
+            if index is not None:
+                index.close()
+            raise
+    finally:
+        for _, fh in files:
+            fh.close()
+    if not any(sequences):
+        return index if index is not None else OxigraphStore(None)
+    memory = OxigraphStore(None)
+    if index is not None:
+        try:
+            memory.inner.bulk_extend(index.inner.quads_for_pattern(None, None, None, None))
+        finally:
+            index.close()
+    apply_records(memory.inner, sequences)
+    logger.debug("otel-prov: read %s with %d records of its log not folded yet", path,
+                 sum(len(s) for s in sequences))
     if left:
-        logger.warning("otel-prov: %d bytes of the log at %s are not folded into the index yet and "
-                       "are not shown", left, directory)
-    return store
+        logger.warning("otel-prov: %d bytes of the log at %s are not folded into the index (no "
+                       "process is indexing it) and are more than a reader replays; they are not "
+                       "shown.  Any writer on the store (an exporter, otel-prov serve) folds them",
+                       left, directory)
+    return memory
+
+
+def _unfolded(files: list[tuple[str, IO[bytes]]], folded: dict[str, int]
+              ) -> tuple[list[list[seg.Record]], int]:
+    """Each writer's committed records past the checkpoint, in its order (at most
+    :data:`READ_LOG_BYTES` of payload in all), and how many bytes of the log were left out."""
+    sequences: list[list[seg.Record]] = []
+    budget, left = READ_LOG_BYTES, 0
+    for _, group in groupby(files, key=lambda item: seg.segment_key(item[0])[0]):
+        records: list[seg.Record] = []
+        cut = False
+        for name, fh in group:
+            size = os.fstat(fh.fileno()).st_size
+            offset = folded.get(name, 0)
+            if cut or budget <= 0:
+                cut = True
+                left += max(0, size - max(offset, len(seg.MAGIC)))
+                continue
+            got, ended = seg.read_open_records(fh, offset, budget)
+            budget -= sum(len(r.payload) for r in got)
+            records.extend(got)
+            if not ended:  # the budget ran out within this segment
+                cut = True
+                left += size - got[-1].end if got else 0
+        sequences.append(records)
+    return sequences, left
