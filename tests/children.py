@@ -6,8 +6,8 @@
   Prints ``exported N`` after each session whose export() returned (a SimpleSpanProcessor).
 - ``read-loop STORE OUT STOP``: until the file ``STOP`` exists, opens the store as every reader does
   and lists the questions; appends ``{"start", "end", "iris"}`` lines to ``OUT``.
-- ``fold STORE BUDGET``: opens the store to read (which folds the log, in rounds of ``BUDGET`` bytes),
-  printing ``folding`` first.
+- ``fold STORE BUDGET``: folds the log into the index as the indexing process does (in rounds of
+  ``BUDGET`` bytes), printing ``folding`` first.
 - ``stuck-export STORE GO``: an exporter appends a few sessions (not synced: no group commit), prints
   ``ready``, waits for the file ``GO`` (the test has frozen the store's file system), starts an
   application thread that exports (it blocks in the kernel), then times ``force_flush(1000)`` and
@@ -91,12 +91,11 @@ def read_loop(store: str, out: Path, stop: Path) -> None:
 
 
 def fold(store: str, budget: int) -> None:
-    from otel_prov.stores import indexer
-    from otel_prov.stores.logstore import open_reader
+    from otel_prov.stores import indexer, logstore
 
     indexer.FOLD_BYTES = budget
     print("folding", flush=True)
-    open_reader(Path(store)).close()
+    logstore.fold(Path(store))
     print("folded", flush=True)
 
 
@@ -189,9 +188,10 @@ def fd_limited_export(store: str, nofile: int) -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
 
     def run(prefix: str, n: int) -> None:
-        for iri in _sessions(provider, prefix, n):
-            ok = all(r == SpanExportResult.SUCCESS for r in results)
+        for i in range(n):
             results.clear()
+            (iri,) = _sessions(provider, f"{prefix} {i}", 1)
+            ok = bool(results) and all(r == SpanExportResult.SUCCESS for r in results)
             print(json.dumps({"iri": iri, "phase": prefix, "success": ok}), flush=True)
 
     run("before", 3)
