@@ -8,7 +8,8 @@
 2. **Cost against store size.**  For each multiple of the load already in the store (``--sizes``,
    default 1, 10, 100: the index filled beforehand, outside the timing, with the load's quads under
    distinct IRIs), a fresh ``serve`` on that store ingests the load once: spans/s, then how long a
-   reader takes to fold what ``serve`` left, and how long ``otel-prov list --limit 10`` takes.
+   reader takes to open the store once ``serve`` has stopped (it folds what is left when it stops;
+   readers never fold), and how long ``otel-prov list --limit 10`` takes.
 
     python benchmarks/bench_sustained.py [--spans 60000] [--rounds 10] [--sizes 1,10,100]
 """
@@ -102,7 +103,7 @@ def fill(store: Path, data: bytes, copies: int) -> None:
 
 def by_size(workdir: Path, requests: list[tuple[bytes, int]], data: bytes, n_spans: int,
             args: argparse.Namespace) -> None:
-    print(f"\n{'in the store':>14s} {'serve spans/s':>14s} {'fold after':>11s} {'list --limit 10':>16s}")
+    print(f"\n{'in the store':>14s} {'serve spans/s':>14s} {'read after':>11s} {'list --limit 10':>16s}")
     for size in [int(s) for s in args.sizes.split(",")]:
         store = workdir / f"size{size}"
         t = time.perf_counter()
@@ -116,7 +117,7 @@ def by_size(workdir: Path, requests: list[tuple[bytes, int]], data: bytes, n_spa
         finally:
             serve.terminate(120)
         t = time.perf_counter()
-        open_reader(store).close()
+        open_reader(store).close()  # serve folded the rest of its log when it stopped
         fold = time.perf_counter() - t
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "otel_prov.cli", "list", "--limit", "10", "--store",
