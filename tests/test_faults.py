@@ -310,6 +310,38 @@ def test_folding_many_segments_under_a_low_descriptor_limit(tmp_path: Path) -> N
     assert not segments.list_segments(segments.segments_dir(store))
 
 
+def test_a_fold_round_that_runs_out_of_descriptors_closes_what_it_opened(tmp_path: Path) -> None:
+    """A round that fails while opening segments (EMFILE) closes the ones it had opened: otherwise
+    every failed round leaks, and the process soon has no descriptor for anything."""
+    import errno
+    import os
+    import resource
+
+    store = tmp_path / "store"
+    log = segments.SegmentWriter(segments.segments_dir(store), segment_bytes=1)
+    for i in range(60):
+        log.append(segments.ADD, f"<urn:x:s{i}> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n".encode())
+    log.close()
+    lock = IndexLock(segments.segments_dir(store))
+    assert lock.acquire()
+    index = OxigraphStore(store)
+    indexer = Indexer(store, index)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (before + 20, hard))
+        with pytest.raises(OSError) as err:
+            indexer.fold_round()
+        assert err.value.errno == errno.EMFILE
+        assert len(os.listdir("/proc/self/fd")) == before
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        index.close()
+        lock.release()
+    _fold(store)  # with descriptors again, the same round folds it all
+    assert len(_stored(store)) == 60
+
+
 def test_an_exporter_at_its_descriptor_limit_fails_then_recovers(tmp_path: Path, procs: list[Proc]) -> None:
     store = tmp_path / "store"
     child = _child("exporter", tmp_path / "child.log", "fd-limited-export", str(store), "256")

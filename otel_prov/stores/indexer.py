@@ -157,37 +157,54 @@ class Indexer:
 
     def _plan(self, folded: dict[str, int], budget: int) -> list[_Planned]:
         """What this round folds: each writer's segments in order, a later one only once the
-        earlier one is sealed and read to its end (so a writer's order holds across rotation)."""
+        earlier one is sealed and read to its end (so a writer's order holds across rotation).  On
+        an error (no descriptor left) the segments it opened are closed again."""
         plan: list[_Planned] = []
-        names = seg.list_segments(self.directory)
-        for _, group in groupby(names, key=lambda n: seg.segment_key(n)[0]):
-            if budget <= 0 or len(plan) >= FOLD_SEGMENTS:
-                break  # the rest waits for the next round
-            for name in group:
-                if len(plan) >= FOLD_SEGMENTS:
-                    break
-                path = self.directory / name
-                offset = folded.get(name, 0)
-                try:
-                    fd = os.open(path, os.O_RDONLY)
-                except FileNotFoundError:
-                    continue
-                sealed = seg.try_lock(fd)
-                if not sealed:
-                    os.close(fd)
-                    fd = -1
-                    if os.stat(path).st_size <= max(offset, len(seg.MAGIC)):
+        try:
+            names = seg.list_segments(self.directory)
+            for _, group in groupby(names, key=lambda n: seg.segment_key(n)[0]):
+                if budget <= 0 or len(plan) >= FOLD_SEGMENTS:
+                    break  # the rest waits for the next round
+                for name in group:
+                    if len(plan) >= FOLD_SEGMENTS:
+                        break
+                    try:
+                        item = self._plan_segment(name, folded.get(name, 0), budget)
+                    except FileNotFoundError:  # folded and deleted meanwhile
+                        continue
+                    if item is None:
                         break  # a live writer's segment with nothing new (it is its last one)
-                records, ended = seg.read_records(path, offset, max(budget, 1))
-                budget -= sum(len(r.payload) for r in records)
-                item = _Planned(name, records, fd, ended)
-                if records or item.finished:
-                    plan.append(item)
-                elif fd >= 0:
-                    os.close(fd)
-                if not item.finished:
-                    break
+                    budget -= sum(len(r.payload) for r in item.records)
+                    if item.records or item.finished:
+                        plan.append(item)
+                    elif item.fd >= 0:
+                        os.close(item.fd)
+                    if not item.finished:
+                        break
+        except BaseException:
+            for item in plan:
+                if item.fd >= 0:
+                    os.close(item.fd)
+            raise
         return plan
+
+    def _plan_segment(self, name: str, offset: int, budget: int) -> _Planned | None:
+        """A segment's records from ``offset``, held open (and locked) if it is sealed; None for a
+        live writer's segment with nothing new; ``FileNotFoundError`` if it is gone."""
+        path = self.directory / name
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if not seg.try_lock(fd):
+                os.close(fd)
+                fd = -1
+                if os.stat(path).st_size <= max(offset, len(seg.MAGIC)):
+                    return None
+            records, ended = seg.read_records(path, offset, max(budget, 1))
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+        return _Planned(name, records, fd, ended)
 
     def _apply(self, plan: list[_Planned]) -> None:
         sequences: list[list[seg.Record]] = []
