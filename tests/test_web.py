@@ -408,7 +408,10 @@ def test_new_sessions_show_while_a_writer_holds_the_store(tmp_path: Path) -> Non
         assert exporter.force_flush()
         stamp = get(running.url + "/api/changes").json()["stamp"]
         assert [s["id"] for s in get(running.url + "/api/sessions").json()["sessions"]] == [first.explain_id]
-        assert "unfinished" in get(running.url + "/").text
+        page = get(running.url + "/").text
+        assert "unfinished" in page
+        # The page carries the stamp of what it shows, so a change before its first poll refreshes it.
+        assert re.search(r'data-stamp="([^"]*)"', page).group(1) == stamp  # type: ignore[union-attr]
         with graph_rag_session("Second question?", tracer_provider=provider) as second:
             second.exploration([("a", "b", "c")])
             second.synthesis("done")

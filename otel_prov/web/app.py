@@ -174,10 +174,12 @@ class View:
                 shown = reader.sessions(**filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
                 all_count = total if not any(wanted.values()) else reader.count_sessions()
                 collections = reader.collections()
+                stamp = reader.stamp()  # of what this page shows: live refresh starts from it
         except StoreNotFound as exc:
             empty = dict.fromkeys(("type", "collection", "since", "until", "q"), "")
             return self.page(request, "list.html", nav="sessions", missing=str(exc), rows=[], total=0,
-                             all_count=0, wanted=empty, collections=[], types=TYPES, pages=None)
+                             all_count=0, wanted=empty, collections=[], types=TYPES, pages=None,
+                             stamp="none")
         query = {k: v for k, v in wanted.items() if v}
 
         def link(n: int) -> str:
@@ -187,7 +189,7 @@ class View:
                  "next": link(page + 1) if page < last else None}
         return self.page(request, "list.html", nav="sessions", missing=None, rows=shown, total=total,
                          all_count=all_count, wanted=wanted, collections=collections, types=TYPES,
-                         pages=pages, first=(page - 1) * PAGE_SIZE)
+                         pages=pages, first=(page - 1) * PAGE_SIZE, stamp=stamp)
 
     def api_sessions(self, request: Request) -> Response:
         _, filters = self._filters(request)

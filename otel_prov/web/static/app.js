@@ -6,7 +6,9 @@
   if (!live.length) { return; }
   var note = document.getElementById("live");
   if (note) { note.hidden = false; }
-  var stamp = null;
+  // The stamp of what the page shows (a change made between rendering it and the first poll must
+  // refresh it too); a page without one starts from its first poll.
+  var stamp = live[0].getAttribute("data-stamp");
   var busy = false;
   function refresh() {
     return fetch(location.href, { credentials: "same-origin" })
