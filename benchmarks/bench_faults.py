@@ -31,16 +31,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +59,7 @@ from otel_prov.model.quads import nquads  # noqa: E402
 from otel_prov.serve.grpc_transport import RETRY_INFO_TRAILER  # noqa: E402
 from otel_prov.stores import segments  # noqa: E402
 from otel_prov.stores.logstore import open_reader  # noqa: E402
+from tests import mounts  # noqa: E402
 from tests.procs import Serve, http_get, peak_rss_kib, start_serve  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -203,52 +202,6 @@ class Watch:
 # -- faults ---------------------------------------------------------------------------------------
 
 
-def _mount(*args: str) -> None:
-    subprocess.run(["mount", *args], check=True, capture_output=True, timeout=60)
-
-
-@contextlib.contextmanager
-def _tmpfs(mib: int) -> Iterator[Path]:
-    where = Path(tempfile.mkdtemp(prefix="bench-faults-tmpfs-"))
-    _mount("-t", "tmpfs", "-o", f"size={mib}m", "tmpfs", str(where))
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=60)
-        with contextlib.suppress(OSError):
-            where.rmdir()
-
-
-def _fill(directory: Path) -> None:
-    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        for size in (1 << 20, 65536, 4096, 512, 1):
-            chunk = b"\0" * size
-            while True:
-                try:
-                    os.write(fd, chunk)
-                except OSError as exc:
-                    if exc.errno != errno.ENOSPC:
-                        raise
-                    break
-    finally:
-        os.close(fd)
-
-
-def _can_mount() -> bool:
-    if os.geteuid() != 0:
-        return False
-    where = tempfile.mkdtemp(prefix="bench-faults-check-")
-    try:
-        _mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", where)
-        subprocess.run(["umount", where], check=True, capture_output=True, timeout=60)
-        return True
-    except (subprocess.CalledProcessError, OSError):
-        return False
-    finally:
-        os.rmdir(where)
-
-
 @dataclass
 class Result:
     fault: str
@@ -340,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", type=int, default=2000)
     args = parser.parse_args(argv)
     faults = [f for f in args.faults.split(",") if f]
-    mountable = _can_mount()
+    mountable = mounts.can_mount()
 
     count = int(args.rate * (args.warm + args.hold + args.after + 10))  # the load outlasts the run
     spans = build_spans(count * args.sessions_per_request * 10)
@@ -363,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(Result(fault, note="skipped: needs root (mount)"))
                 continue
             with contextlib.ExitStack() as stack:
-                base = stack.enter_context(_tmpfs(args.disk_mib)) if fault == "disk-full" else workdir
+                base = stack.enter_context(mounts.tmpfs(f"{args.disk_mib}m")) if fault == "disk-full" \
+                    else workdir
                 store = base / "store"
                 inject, remove, restarted = _actions(fault, store, base, workdir)
                 if fault == "segments":
@@ -413,6 +367,8 @@ def _actions(fault: str, store: Path, base: Path, workdir: Path) -> tuple[Action
     servers it started."""
     restarted: list[Serve] = []
     limits: dict[str, tuple[int, int]] = {}
+    held = contextlib.ExitStack()
+    disk = mounts.FullDisk(base, mounted=True)
 
     def nothing(serve: Serve, load: Load) -> None:
         pass
@@ -430,22 +386,17 @@ def _actions(fault: str, store: Path, base: Path, workdir: Path) -> tuple[Action
         return new
 
     def fill(serve: Serve, load: Load) -> None:
-        _fill(base)
+        disk.fill()
 
     def free(serve: Serve, load: Load) -> Serve:
-        (base / "filler").unlink()
+        disk.free()
         return serve
 
     def read_only(serve: Serve, load: Load) -> None:
-        _mount("--bind", str(store), str(store))
-        try:
-            _mount("-o", "remount,bind,ro", str(store))
-        except BaseException:
-            subprocess.run(["umount", str(store)], capture_output=True, timeout=60)
-            raise
+        held.enter_context(mounts.read_only(store))
 
     def writable(serve: Serve, load: Load) -> Serve:
-        subprocess.run(["umount", str(store)], check=True, capture_output=True, timeout=60)
+        held.close()
         return serve
 
     def lower(serve: Serve, load: Load) -> None:

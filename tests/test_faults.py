@@ -23,7 +23,6 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from otel_prov.settings import ServeSettings
 from otel_prov.stores import StoreSpec, open_for_reading, parse_store, segments
 from otel_prov.stores.indexer import Indexer, IndexLock
 from otel_prov.stores.oxigraph import OxigraphStore
-from tests import mounts
+from tests import mounts, test_multiprocess
 from tests.graphs import assert_isomorphic
 from tests.procs import REPO, Proc, clean_env, start, start_serve, wait_until
 from tests.stores import read_back
@@ -125,13 +124,7 @@ def _child(name: str, log: Path, *args: str) -> Proc:
     return start(name, [sys.executable, "-m", "tests.children", *args], log)
 
 
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        if proc.popen.poll() is None:
-            proc.kill9()
+procs = test_multiprocess.procs  # processes to kill at the end, whatever happens
 
 
 def _lines(proc: Proc) -> list[dict[str, Any]]:
