@@ -18,6 +18,7 @@ What each shows:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -333,6 +334,54 @@ def test_a_fold_round_that_runs_out_of_descriptors_closes_what_it_opened(tmp_pat
         lock.release()
     _fold(store)  # with descriptors again, the same round folds it all
     assert len(_stored(store)) == 60
+
+
+def test_a_reader_reads_many_unfolded_segments_under_a_low_descriptor_limit(tmp_path: Path) -> None:
+    """600 segments nobody folded (writers killed while nobody indexed), read under a limit of 64
+    descriptors more than are open: a reader holds one segment open at a time."""
+    import os
+    import resource
+
+    store = tmp_path / "store"
+    lines = [f"<urn:x:s{i}> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n".encode() for i in range(600)]
+    log = segments.SegmentWriter(segments.segments_dir(store), segment_bytes=1)
+    for line in lines:
+        log.append(segments.ADD, line)
+    log.close()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 64, hard))
+    try:
+        got = _stored(store)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert got == _nq(b"".join(lines))
+
+
+def test_the_log_syncs_again_after_running_out_of_descriptors(tmp_path: Path) -> None:
+    """The sync thread needs a descriptor for each group commit (a duplicate of the segment's):
+    at the limit that fails, and syncing works again once descriptors are free."""
+    import os
+    import resource
+
+    log = segments.SegmentWriter(segments.segments_dir(tmp_path / "store"))
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        held: list[int] = []
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+            with contextlib.suppress(OSError):
+                while True:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+            at = log.append(segments.ADD, b"<urn:x:a> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n")
+            with contextlib.suppress(OSError):
+                assert not log.sync(at, timeout=1.0)
+        finally:
+            for fd in held:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert log.sync(at, timeout=10.0), "the log never synced again"
+    finally:
+        log.close()
 
 
 def test_an_exporter_at_its_descriptor_limit_fails_then_recovers(tmp_path: Path, procs: list[Proc]) -> None:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from itertools import groupby
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import rdflib
 
@@ -311,35 +311,39 @@ def open_reader(path: Path, *, wait: float = READ_WAIT) -> OxigraphStore:
     return _read(path)
 
 
+READ_TRIES = 5
+"""Times a reader starts again when a segment it listed was deleted (folded) before it read it."""
+
+
 def _read(path: Path) -> OxigraphStore:
     """The index's snapshot, with the log's operations past the checkpoint replayed into an
     in-memory copy of it when there are any.
 
-    The order makes it exact without a lock: the checkpoint is read first, then every segment is
-    opened (an open file stays readable if the indexer deletes it), then the snapshot.  A segment
-    deleted before it was opened was folded, and the index flushed, before its deletion, so the
-    snapshot has it; the snapshot holds at least the checkpoint's state, and replaying each
-    segment from the checkpoint in its order gives each quad the state its last operation says,
-    whatever part of the replay the snapshot already had (:mod:`.indexer`)."""
+    Exact without a lock: the checkpoint is read, the segments listed, the snapshot opened, then each
+    listed segment read from the checkpoint's offset to its end (one open at a time).  The snapshot
+    holds at least the checkpoint's state, and whatever the indexer folded since; what is read
+    reaches at least as far as what the snapshot holds, so replaying it in each writer's order gives
+    every quad the state its last operation says, whatever part of it the snapshot already had
+    (:mod:`.indexer`).  A listed segment gone when it is read was folded and deleted meanwhile,
+    perhaps after the snapshot was taken: then the reader starts again."""
     directory = seg.segments_dir(path)
-    folded = seg.load_checkpoint(directory)
-    files: list[tuple[str, IO[bytes]]] = []
-    try:
-        for name in seg.list_segments(directory):
-            try:
-                files.append((name, open(directory / name, "rb")))  # noqa: SIM115 - closed below
-            except FileNotFoundError:
-                continue
+    for attempt in range(READ_TRIES):
+        folded = seg.load_checkpoint(directory)
+        names = seg.list_segments(directory)
         index = _snapshot(path) if (path / "CURRENT").exists() else None
         try:
-            sequences, left = _unfolded(files, folded)
+            read = _unfolded(directory, names, folded)
         except BaseException:
             if index is not None:
                 index.close()
             raise
-    finally:
-        for _, fh in files:
-            fh.close()
+        if read is not None or attempt == READ_TRIES - 1:
+            break
+        if index is not None:
+            index.close()
+    if read is None:
+        raise StoreError(f"the log at {directory} kept changing while it was read; try again")
+    sequences, left = read
     if not any(sequences):
         return index if index is not None else OxigraphStore(None)
     memory = OxigraphStore(None)
@@ -359,23 +363,28 @@ def _read(path: Path) -> OxigraphStore:
     return memory
 
 
-def _unfolded(files: list[tuple[str, IO[bytes]]], folded: dict[str, int]
-              ) -> tuple[list[list[seg.Record]], int]:
+def _unfolded(directory: Path, names: list[str], folded: dict[str, int]
+              ) -> tuple[list[list[seg.Record]], int] | None:
     """Each writer's committed records past the checkpoint, in its order (at most
-    :data:`READ_LOG_BYTES` of payload in all), and how many bytes of the log were left out."""
+    :data:`READ_LOG_BYTES` of payload in all), and how many bytes of the log were left out; None if
+    a segment was deleted before it could be read."""
     sequences: list[list[seg.Record]] = []
     budget, left = READ_LOG_BYTES, 0
-    for _, group in groupby(files, key=lambda item: seg.segment_key(item[0])[0]):
+    for _, group in groupby(names, key=lambda name: seg.segment_key(name)[0]):
         records: list[seg.Record] = []
         cut = False
-        for name, fh in group:
-            size = os.fstat(fh.fileno()).st_size
+        for name in group:
             offset = folded.get(name, 0)
-            if cut or budget <= 0:
-                cut = True
-                left += max(0, size - max(offset, len(seg.MAGIC)))
-                continue
-            got, ended = seg.read_open_records(fh, offset, budget)
+            try:
+                with open(directory / name, "rb") as fh:
+                    size = os.fstat(fh.fileno()).st_size
+                    if cut or budget <= 0:
+                        cut = True
+                        left += max(0, size - max(offset, len(seg.MAGIC)))
+                        continue
+                    got, ended = seg.read_open_records(fh, offset, budget)
+            except FileNotFoundError:
+                return None
             budget -= sum(len(r.payload) for r in got)
             records.extend(got)
             if not ended:  # the budget ran out within this segment

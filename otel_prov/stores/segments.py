@@ -406,26 +406,32 @@ class SegmentWriter:
                 if self._stop.is_set():
                     return
             now = time.monotonic()
-            if self.failure is not None and now - last_probe >= PROBE_INTERVAL:
-                last_probe = now
-                self._probe()
-            if (self.synced < self.appended or self._retired) and now >= self._retry_at:
-                if self._sync_once() is not None:  # not again at once: waiters' timeouts bound them
-                    self._retry_at = time.monotonic() + min(PROBE_INTERVAL, max(self._sync_interval, 0.05))
+            try:
+                if self.failure is not None and now - last_probe >= PROBE_INTERVAL:
+                    last_probe = now
+                    self._probe()
+                if (self.synced < self.appended or self._retired) and now >= self._retry_at:
+                    if self._sync_once() is not None:  # not again at once: waiters' timeouts bound them
+                        self._retry_at = time.monotonic() + min(PROBE_INTERVAL,
+                                                                max(self._sync_interval, 0.05))
+            except Exception:  # never let the thread die: syncing must resume when it can
+                logger.exception("otel-prov: unexpected error in the log's sync thread")
+                self._retry_at = time.monotonic() + PROBE_INTERVAL
 
     def _sync_once(self) -> OSError | None:
         """One group commit: ``fdatasync`` of the retired segments and the current one; synced
         retired segments are closed (sealed).  Returns the error, if it failed."""
-        with self._lock:
-            end = self.appended
-            retired = list(self._retired)
-            current = os.dup(self._fd) if self._fd >= 0 else -1
         with self._cv:
             self._attempts += 1
             attempt = self._attempts
         error: OSError | None = None
         done: list[tuple[int, str]] = []
+        current = -1
         try:
+            with self._lock:
+                end = self.appended
+                retired = list(self._retired)
+                current = os.dup(self._fd) if self._fd >= 0 else -1  # no descriptor left: a failure
             for fd, name in retired:
                 os.fdatasync(fd)
                 done.append((fd, name))
