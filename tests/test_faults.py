@@ -274,6 +274,17 @@ def _fold(store: Path) -> int:
         lock.release()
 
 
+def _dead_writers(store: Path, count: int) -> list[bytes]:
+    """``count`` sealed segments of one quad each (a writer that rotated at every append, as many dead
+    writers leave them), nobody folding; returns their N-Quads lines."""
+    lines = [f"<urn:x:s{i}> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n".encode() for i in range(count)]
+    log = segments.SegmentWriter(segments.segments_dir(store), segment_bytes=1)
+    for line in lines:
+        log.append(segments.ADD, line)
+    log.close()
+    return lines
+
+
 def test_a_writers_operations_fold_in_its_order_across_its_segments(tmp_path: Path) -> None:
     """Add, remove, add the same quad, each in its own segment (the writer rotated): folded in one
     round, the quad is there, as the last operation says."""
@@ -292,11 +303,7 @@ def test_folding_many_segments_under_a_low_descriptor_limit(tmp_path: Path) -> N
     """Hundreds of sealed segments (writers that died or rotated while nobody indexed) fold with
     a descriptor limit far below their number."""
     store = tmp_path / "store"
-    lines = [f"<urn:x:s{i}> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n".encode() for i in range(600)]
-    log = segments.SegmentWriter(segments.segments_dir(store), segment_bytes=1)
-    for line in lines:
-        log.append(segments.ADD, line)
-    log.close()
+    lines = _dead_writers(store, 600)
     out = subprocess.run([sys.executable, "-m", "tests.children", "fold-limited", str(store), "256"],
                          capture_output=True, text=True, timeout=120, cwd=REPO, env=clean_env())
     assert out.returncode == 0, out.stderr[-3000:]
@@ -312,10 +319,7 @@ def test_a_fold_round_that_runs_out_of_descriptors_closes_what_it_opened(tmp_pat
     import resource
 
     store = tmp_path / "store"
-    log = segments.SegmentWriter(segments.segments_dir(store), segment_bytes=1)
-    for i in range(60):
-        log.append(segments.ADD, f"<urn:x:s{i}> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n".encode())
-    log.close()
+    _dead_writers(store, 60)
     lock = IndexLock(segments.segments_dir(store))
     assert lock.acquire()
     index = OxigraphStore(store)
@@ -343,11 +347,7 @@ def test_a_reader_reads_many_unfolded_segments_under_a_low_descriptor_limit(tmp_
     import resource
 
     store = tmp_path / "store"
-    lines = [f"<urn:x:s{i}> <urn:x:p> <urn:x:o> <urn:graph:retrieval> .\n".encode() for i in range(600)]
-    log = segments.SegmentWriter(segments.segments_dir(store), segment_bytes=1)
-    for line in lines:
-        log.append(segments.ADD, line)
-    log.close()
+    lines = _dead_writers(store, 600)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 64, hard))
     try:
