@@ -1,0 +1,180 @@
+"""The scenarios, and how to run one: in its own Python process (frameworks patch globally; the OTel
+and the Traceloop openai-agents instrumentations install the same import package and each is put on
+PYTHONPATH from its own directory), with a clean environment, its spans read back as OTLP.
+
+    python -m tests.interop.runner [NAME ...]      # run them, print each one's span tree
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_prov.mapping.spans import SpanRecord, records_from_otlp
+
+REPO = Path(__file__).resolve().parents[2]
+ALT = Path(sys.prefix) / "interop"
+"""Where ``.ci/setup --test`` installs the two clashing openai-agents instrumentations."""
+OTEL_AGENTS = ALT / "otel-agents-v2"
+TRACELOOP_AGENTS = ALT / "traceloop-agents"
+
+SPAN_ONLY = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+NO_CONTENT = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT"}
+GENAI = {"OPENINFERENCE_ENABLE_GENAI_SEMCONV": "true"}
+SCRUB = ("OTEL_", "OPENINFERENCE_", "OPENAI_", "TRACELOOP_", "LANGSMITH_", "LANGCHAIN_", "HF_", "PYTHON")
+"""Variables that would change what the frameworks or instrumentations do: not inherited."""
+TIMEOUT = 180
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    module: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+    """A directory put first on PYTHONPATH (one of the two openai-agents instrumentations)."""
+    family: str = ""
+    """The instrumentation, as the coverage table names it."""
+
+
+def _agents(name: str, instr: str, *args: str, env: dict[str, str] | None = None) -> Scenario:
+    path = {"otel": OTEL_AGENTS, "traceloop": TRACELOOP_AGENTS}.get(instr)
+    family = {"otel": "OTel openai-agents-v2", "openinference": "OpenInference openai-agents",
+              "traceloop": "OpenLLMetry openai-agents"}[instr]
+    return Scenario(name, "agents_sdk", ("--instr", instr, *args), env or {}, path, family)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+    Scenario("openai_v2_chat", "openai_v2", (), SPAN_ONLY, family="OTel openai-v2 (bare loop)"),
+    Scenario("openai_v2_chat_no_content", "openai_v2", (), {}, family="OTel openai-v2 (bare loop)"),
+    Scenario("util_genai_agent", "openai_v2", ("--util-genai",), SPAN_ONLY, family="OTel util-genai agent API"),
+    _agents("agents_otel_responses", "otel"),
+    _agents("agents_otel_chat", "otel", "--api", "chat_completions"),
+    _agents("agents_otel_responses_reasoning_only", "otel", "--thought-as", "reasoning"),
+    _agents("agents_otel_responses_no_content", "otel", env=NO_CONTENT),
+    _agents("agents_openinference_responses", "openinference"),
+    _agents("agents_openinference_chat", "openinference", "--api", "chat_completions"),
+    _agents("agents_openinference_responses_genai", "openinference", env=GENAI),
+    _agents("agents_openinference_responses_reasoning_only", "openinference", "--thought-as", "reasoning"),
+    _agents("agents_traceloop_responses", "traceloop"),
+    _agents("agents_traceloop_chat", "traceloop", "--api", "chat_completions"),
+    _agents("agents_traceloop_responses_reasoning_only", "traceloop", "--thought-as", "reasoning"),
+    Scenario("langgraph_prebuilt", "langgraph_agent", ("--flavor", "prebuilt"),
+             family="OpenInference LangGraph"),
+    Scenario("langgraph_prebuilt_genai", "langgraph_agent", ("--flavor", "prebuilt"), GENAI,
+             family="OpenInference LangGraph"),
+    Scenario("langchain_create_agent", "langgraph_agent", ("--flavor", "create_agent"),
+             family="OpenInference LangChain create_agent"),
+    Scenario("langchain_create_agent_genai", "langgraph_agent", ("--flavor", "create_agent"), GENAI,
+             family="OpenInference LangChain create_agent"),
+    Scenario("langchain_create_agent_reasoning", "langgraph_agent",
+             ("--flavor", "create_agent", "--reasoning-blocks"), family="OpenInference LangChain create_agent"),
+    Scenario("smolagents_toolcalling", "smolagents_agent", ("--agent", "toolcalling"),
+             family="OpenInference smolagents"),
+    Scenario("smolagents_toolcalling_genai", "smolagents_agent", ("--agent", "toolcalling"), GENAI,
+             family="OpenInference smolagents"),
+    Scenario("smolagents_toolcalling_subclass", "smolagents_agent", ("--agent", "toolcalling", "--model", "subclass"),
+             family="OpenInference smolagents"),
+    Scenario("smolagents_code", "smolagents_agent", ("--agent", "code"), family="OpenInference smolagents"),
+    Scenario("rag_chain", "rag_retriever", ("--mode", "chain"), family="OpenInference LangChain RETRIEVER"),
+    Scenario("rag_chain_genai", "rag_retriever", ("--mode", "chain"), GENAI,
+             family="OpenInference LangChain RETRIEVER"),
+    Scenario("rag_agent", "rag_retriever", ("--mode", "agent"), family="OpenInference LangChain RETRIEVER"),
+]}
+
+
+class ScenarioFailed(RuntimeError):
+    pass
+
+
+def missing_packages() -> str | None:
+    """Why the scenarios cannot run here (the interop extra or the two side directories are not
+    installed), or None."""
+    import importlib.util
+
+    for module in ("agents", "langgraph", "smolagents", "openinference.instrumentation.langchain",
+                   "opentelemetry.instrumentation.openai_v2"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (bash .ci/setup --test installs the interop extra)"
+    for path in (OTEL_AGENTS, TRACELOOP_AGENTS):
+        if not (path / "opentelemetry" / "instrumentation" / "openai_agents").is_dir():
+            return f"{path} is missing (bash .ci/setup --test installs it)"
+    return None
+
+
+def run(scenario: Scenario, out_dir: Path) -> tuple[list[SpanRecord], float]:
+    """The scenario's spans (read back from the OTLP bytes it wrote) and its wall time in seconds."""
+    out = out_dir / f"{scenario.name}.otlp"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
+    env.update(scenario.env)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (scenario.path, REPO) if p)
+    env["HF_HUB_OFFLINE"] = "1"
+    command = [sys.executable, "-m", f"tests.interop.scenarios.{scenario.module}", "--out", str(out),
+               *scenario.args]
+    start = time.perf_counter()
+    proc = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise ScenarioFailed(f"scenario {scenario.name} failed (exit {proc.returncode}):\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    request = ExportTraceServiceRequest.FromString(out.read_bytes())
+    records, rejected = records_from_otlp(request.resource_spans)
+    if rejected:
+        raise ScenarioFailed(f"scenario {scenario.name}: spans rejected: {rejected}")
+    return records, wall
+
+
+def tree_text(records: list[SpanRecord], attributes: bool = False) -> str:
+    """The span tree, one span a line (with its attributes), for reading and for failure messages."""
+    ids = {r.span_id for r in records}
+    children: dict[int, list[SpanRecord]] = {}
+    for r in records:
+        children.setdefault(r.parent_id if r.parent_id in ids else 0, []).append(r)
+    lines: list[str] = []
+
+    def show(rec: SpanRecord, depth: int) -> None:
+        marks = " ".join(f"{k}={rec.attributes[k]}" for k in
+                         ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")
+                         if k in rec.attributes)
+        lines.append(f"{'  ' * depth}- {rec.name!r} {marks} ({rec.span_id:016x})")
+        if attributes:
+            for key, value in rec.attributes.items():
+                text = value if isinstance(value, str) else repr(value)
+                lines.append(f"{'  ' * depth}    {key} = {text[:400]}")
+        for child in sorted(children.get(rec.span_id, []), key=lambda c: (c.start_ns, c.span_id)):
+            show(child, depth + 1)
+
+    for root in sorted(children.get(0, []), key=lambda c: (c.start_ns, c.span_id)):
+        show(root, 0)
+    return "\n".join(lines)
+
+
+def main() -> int:
+    wanted = [a for a in sys.argv[1:] if not a.startswith("-")]
+    verbose = "-v" in sys.argv
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for scenario in SCENARIOS.values():
+            if wanted and not any(w in scenario.name for w in wanted):
+                continue
+            try:
+                records, wall = run(scenario, Path(tmp))
+            except ScenarioFailed as exc:
+                print(exc)
+                failed += 1
+                continue
+            print(f"== {scenario.name}: {len(records)} spans, {wall:.1f} s")
+            print(tree_text(records, verbose))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
