@@ -17,10 +17,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from rdflib import RDF, URIRef
 
-from otel_prov import PROFILES, TG, ProvSpanExporter, spans_to_dataset
+from otel_prov import OTELPROV, PROFILES, TG, ProvSpanExporter, spans_to_dataset
 from tests.graphs import assert_isomorphic
 from tests.strategies import (
     AgentPlan,
+    Chat,
     DocRagPlan,
     GenAIAgent,
     GenAIPlan,
@@ -94,7 +95,25 @@ def _expected_helper(plan: AgentPlan | GraphRagPlan | DocRagPlan) -> Counter[URI
 def _add_genai(want: Counter[URIRef], agents: list[GenAIAgent], tools: int) -> None:
     want[URIRef(TG.Question)] += len(agents)
     want[URIRef(TG.Analysis)] += tools
-    want[URIRef(TG.Conclusion)] += sum(a.answer is not None for a in agents)
+    want[URIRef(TG.Conclusion)] += len(agents)  # every finished agent: its answer or "not captured"
+
+
+def _thoughts(agent: GenAIAgent) -> list[str | None]:
+    """The thought of each of the agent's tool calls, in order: the text of the latest model call
+    before it ("" when that call said nothing); None when there is none (not captured)."""
+    last: Chat | None = None
+    found: list[str | None] = []
+    for turn in agent.turns:
+        for item in turn.items:
+            if isinstance(item, Chat):
+                last = item
+            elif last is None:
+                found.append(None)
+            elif agent.style == "openinference":
+                found.append(last.text if last.text.strip() else "")
+            else:  # a reasoning part "thinking...", then the text
+                found.append("\n".join(dict.fromkeys(p for p in ("thinking...", last.text) if p.strip())))
+    return found
 
 
 def _assert_counts(ds: rdflib.Dataset, want: Counter[URIRef]) -> None:
@@ -127,6 +146,9 @@ def test_genai_traces_any_delivery_same_graph(plan: GenAIPlan, profile: str, dat
     _assert_counts(whole, want)
     assert values(whole, URIRef(TG.action)) == Counter(t.name for t in plan.all_tools())
     assert values(whole, URIRef(TG.query)) == Counter(a.query or "" for a in plan.all_agents())
+    thoughts = [t for a in plan.all_agents() for t in _thoughts(a)]
+    assert values(whole, URIRef(TG.thought)) == Counter(t for t in thoughts if t)
+    assert values(whole, URIRef(OTELPROV.notCaptured))["thought"] == thoughts.count(None)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

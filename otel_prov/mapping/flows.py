@@ -263,7 +263,8 @@ def _exploration_step(c: _Ctx) -> None:
     c.entity(node, NT.tg_Exploration)
     if c.flow == A.FLOW_DOC_RAG:
         chunks = _string_list(c, A.CHUNK_IDS)
-        c.add(node, NT.tg_chunkCount, integer(len(chunks)))
+        if A.CHUNK_IDS in c.attrs:  # absent: not recorded (a count of 0 would be made up)
+            c.add(node, NT.tg_chunkCount, integer(len(chunks)))
         for chunk in chunks:
             c.add(node, NT.tg_selectedChunk, literal(chunk))
     else:

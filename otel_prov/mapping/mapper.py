@@ -29,7 +29,8 @@ from typing import Any
 
 from ..model.profiles import check_profile
 from ..model.quads import Quad
-from .agents import map_agent_traces
+from .agents import AgentsMapped, trace_mapped
+from .conversations import Conversations
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
 from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
@@ -111,6 +112,7 @@ class TraceMapper:
         """Traces without agent or tool spans (so far), least recently updated first."""
         self._genai: OrderedDict[int, _TraceState] = OrderedDict()
         self._forgotten: OrderedDict[int, None] = OrderedDict()
+        self._conversations = Conversations(max_forgotten=max_traces)
         self._spans = 0
         self._bytes = 0
         self.forgotten_traces = 0
@@ -189,7 +191,7 @@ class TraceMapper:
                     update.problems.append(TRACE_TOO_BIG)
                     self.dropped_spans += 1
                     continue
-                known, kind = trace_view(rec)
+                known, kind = trace_view(rec, update.problems)
                 size = view_size(known) if kind == Kind.RELEVANT else _SKELETON_SIZE
                 trace.nodes[rec.span_id] = known
                 trace.size += size
@@ -210,9 +212,8 @@ class TraceMapper:
             self._genai[trace_id] = self._plain.pop(trace_id)
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
         # span taken as a root because its (remote) parent was missing.
-        if new_relevant or trace.unsure is not None or (
-                new_structure and (trace.waiting or trace.remote_roots)):
-            self._recompute(trace_id, trace, update, recs)
+        if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
+            self._recompute(trace_id, trace, update)
         update.waiting += trace.waiting
 
     def _touch(self, trace_id: int) -> _TraceState:
@@ -224,15 +225,12 @@ class TraceMapper:
         trace = self._plain[trace_id] = _TraceState()
         return trace
 
-    def _recompute(self, trace_id: int, trace: _TraceState, update: Update, recs: list[SpanRecord]) -> None:
+    def _recompute(self, trace_id: int, trace: _TraceState, update: Update) -> None:
+        problems: list[str] = []
         try:
-            result = map_agent_traces(list(trace.nodes.values()), self.profile)
-            if result.too_large:
-                # Those spans can never be stored: they become skeletons (kept for the tree's
-                # shape, never mapped again), the batch's are rejected, and the trace is mapped
-                # without them.
-                self._reject_too_large(trace, result.too_large, update, recs)
-                result = map_agent_traces(list(trace.nodes.values()), self.profile)
+            result = AgentsMapped()
+            trace_mapped(list(trace.nodes.values()), self.profile, result)
+            add, remove = self._conversations.update(trace_id, result.free_calls, self.profile, problems)
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
             if not self._failed:
                 logger.exception("otel-prov mapper: mapping a GenAI trace failed (logged once)")
@@ -240,14 +238,11 @@ class TraceMapper:
             update.problems.append(MAPPING_FAILED)
             return
         new = frozenset(result.quads)
-        update.rewritten.setdefault(trace_id, trace.quads)
-        if trace.unsure is not None:  # the store may hold any of these: say everything
-            update.remove.extend((trace.quads | trace.unsure) - new)
-            update.add.extend(new)
-            trace.unsure = None
-        else:
-            update.remove.extend(trace.quads - new)
-            update.add.extend(new - trace.quads)
+        update.remove.extend(trace.quads - new)
+        update.add.extend(new - trace.quads)
+        update.remove.extend(remove)
+        update.add.extend(add)
+        update.problems.extend(problems)
         trace.quads = new
         trace.waiting = result.waiting
         trace.remote_roots = result.remote_roots
@@ -292,6 +287,7 @@ class TraceMapper:
         self._spans -= len(trace.nodes)
         self._bytes -= trace.size
         self.forgotten_traces += 1
+        self._conversations.forget(trace_id)
         if trace.relevant:
             self._forgotten[trace_id] = None
             while len(self._forgotten) > self.max_traces:

@@ -31,6 +31,14 @@ class SpanRecord:
     """The parent is in another process (propagated context): it may never be exported to us."""
     error: bool = False
     status_message: str = ""
+    events: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """The span's GenAI events (name, attributes): the ones a dialect may read messages from
+    (:data:`EVENT_PREFIX`); other events are not kept."""
+
+
+EVENT_PREFIX = "gen_ai."
+"""Events kept on a :class:`SpanRecord` (``gen_ai.client.inference.operation.details``, the deprecated
+``gen_ai.content.prompt`` / ``gen_ai.content.completion``)."""
 
 
 class SpanView(NamedTuple):
@@ -48,6 +56,9 @@ class SpanView(NamedTuple):
     parent_remote: bool
     error: bool
     status_message: str
+    info: Any = None
+    """What the span's dialect read of it (:class:`otel_prov.mapping.tree.Read`), for a framework span
+    the mapping needs; None for a skeleton or one of our spans."""
 
 
 SpanLike: TypeAlias = "SpanRecord | SpanView"
@@ -80,6 +91,8 @@ def from_sdk(span: ReadableSpan) -> SpanRecord:
         attributes=_plain(span.attributes),
         error=error,
         status_message=message,
+        events=tuple((ev.name, _plain(ev.attributes)) for ev in span.events
+                     if ev.name.startswith(EVENT_PREFIX)) if span.events else (),
     )
 
 
@@ -140,6 +153,8 @@ def from_otlp(span: Any, problems: list[str] | None = None) -> SpanRecord:
         attributes=attributes,
         error=error,
         status_message=message,
+        events=tuple((ev.name, {kv.key: any_value(kv.value) for kv in ev.attributes}) for ev in span.events
+                     if ev.name.startswith(EVENT_PREFIX)) if span.events else (),
     )
 
 

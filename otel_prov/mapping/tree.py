@@ -1,10 +1,10 @@
-"""A trace's span tree, for framework instrumentations' spans: which spans are agents, which are tool
-calls of which agent, which wait for missing ancestors.  Pure.
+"""A trace's span tree, for framework instrumentations' spans: which spans are agents (or the chain
+that runs one), which are tool calls and model calls of which agent, which are retrievals, which wait
+for missing ancestors.  Pure.
 
-The tree keeps a light view of each span (:func:`trace_view`): agent and tool spans with the
-attributes their dialect reads, every other span as a skeleton (ids, parent, name, start; for our own
-spans the keys that name their step).  Classifying views gives the same result as classifying the
-spans themselves.
+The tree keeps a light view of each span (:func:`trace_view`): a framework span the mapping needs
+with what its dialect read of it (:class:`Read`: read once, when the span arrives), every other span
+as a skeleton (ids, parent, name, start; for our own spans the keys that name their step).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import attributes as A
-from .dialects import Role, dialect_of
+from .dialects import Agent, LLMCall, Retrieval, Role, ToolCall, dialect_of
 from .flows import is_ours, step_iri
 from .spans import SpanLike, SpanView
 
 PARENT_LOOP = "span whose chain of parents loops (waits forever)"
+READ_FAILED = "a {dialect} span the dialect could not read (left out)"
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _OUR_KEYS = (A.FLOW, A.STEP, A.SESSION_ID, A.ITERATION)
@@ -32,41 +33,92 @@ class Kind:
     OURS = "ours"
     """Carries ``otel_prov.*`` attributes (mapped on its own)."""
     RELEVANT = "relevant"
-    """A possible agent or tool call of a framework trace (its content is needed)."""
+    """A framework span whose content the mapping reads (agent, tool, model call, retrieval, the
+    root chain of a run)."""
     OTHER = "other"
     """Anything else (needed only for its place in the tree)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What a dialect read of a framework span: its role and content."""
+
+    role: Role
+    data: Agent | ToolCall | LLMCall | Retrieval | None
+    turns_below_agent: bool = False
+
+    def size(self) -> int:
+        """Rough bytes of the text it holds."""
+        data = self.data
+        if data is None:
+            return 0
+        size = 0
+        for value in (getattr(data, name) for name in data.__slots__):
+            if isinstance(value, str):
+                size += len(value)
+            elif isinstance(value, tuple):
+                size += sum(64 + sum(len(v) for v in item if isinstance(v, str)) if isinstance(item, tuple)
+                            else 64 + len(str(item)) for item in value)
+        return size
+
+
 def framework_role(span: SpanLike) -> Role:
-    """What a span that is not ours may be: an agent, a tool call, or other."""
+    """What a span that is not ours may be (its dialect's role; a view: the role it was read as)."""
+    info = getattr(span, "info", None)
+    if isinstance(info, Read):
+        return info.role
     if is_ours(span):
         return Role.OTHER
     return dialect_of(span).role(span)
 
 
-def trace_view(span: SpanLike) -> tuple[SpanView, str]:
-    """What a trace's tree must keep of a span, and its :class:`Kind`."""
-    source = span.attributes
-    if is_ours(span):
-        kept = {key: source[key] for key in _OUR_KEYS if source.get(key) is not None}
-        return skeleton(span, kept), Kind.OURS
+def _read(span: SpanLike, problems: list[str]) -> Read | None:
     dialect = dialect_of(span)
     role = dialect.role(span)
-    if role is not Role.OTHER:
-        return _view(span, dialect.keep(source, role)), Kind.RELEVANT
-    return skeleton(span, _EMPTY), Kind.OTHER
+    if role is Role.OTHER:
+        return None
+    found: Agent | ToolCall | LLMCall | Retrieval | None
+    try:
+        if role is Role.AGENT:
+            found = dialect.agent(span, problems)
+        elif role is Role.CHAIN:
+            # Only a run's top span needs its content (and only a root can be known to be one
+            # as it arrives); the others are kept as markers.
+            root = span.parent_id == 0 or span.parent_remote
+            found = dialect.agent(span, problems) if root else None
+        elif role is Role.TOOL:
+            found = dialect.tool_call(span, problems)
+        elif role is Role.LLM:
+            found = dialect.llm_call(span, problems)
+        else:
+            found = dialect.retrieval(span, problems)
+    except Exception:  # a dialect must not raise; if one does, the span is left out, counted
+        problems.append(READ_FAILED.format(dialect=dialect.name))
+        return None
+    return Read(role, found, dialect.turns_below_agent)
+
+
+def trace_view(span: SpanLike, problems: list[str] | None = None) -> tuple[SpanView, str]:
+    """What a trace's tree must keep of a span, and its :class:`Kind`.  A view is returned as it is."""
+    if isinstance(span, SpanView):
+        return span, view_kind(span)
+    if is_ours(span):
+        kept = {key: span.attributes[key] for key in _OUR_KEYS if span.attributes.get(key) is not None}
+        return _skeleton(span, kept), Kind.OURS
+    read = _read(span, problems if problems is not None else [])
+    if read is None:
+        return _skeleton(span, _EMPTY), Kind.OTHER
+    view = SpanView(span.trace_id, span.span_id, span.name, span.start_ns, span.end_ns, _EMPTY,
+                    span.parent_id, span.parent_remote, span.error, span.status_message, read)
+    return view, view_kind(view)
 
 
 def view_kind(view: SpanLike) -> str:
     """The :class:`Kind` of a span, from its view."""
-    if is_ours(view):
-        return Kind.OURS
-    return Kind.RELEVANT if framework_role(view) is not Role.OTHER else Kind.OTHER
-
-
-def _view(span: SpanLike, attrs: Mapping[str, Any]) -> SpanView:
-    return SpanView(span.trace_id, span.span_id, span.name, span.start_ns, span.end_ns, attrs,
-                    span.parent_id, span.parent_remote, span.error, span.status_message)
+    info = getattr(view, "info", None)
+    if isinstance(info, Read):
+        return Kind.OTHER if info.data is None else Kind.RELEVANT  # a chain below a root: a marker
+    return Kind.OURS if is_ours(view) else Kind.OTHER
 
 
 def skeleton(span: SpanLike, attrs: Mapping[str, Any] = _EMPTY) -> SpanView:
@@ -77,7 +129,9 @@ def skeleton(span: SpanLike, attrs: Mapping[str, Any] = _EMPTY) -> SpanView:
 
 def view_size(view: SpanView) -> int:
     """A rough size in bytes of a span's view (for the mapper's memory bound)."""
-    size = 200 + len(view.name)
+    size = 200 + len(view.name) + len(view.status_message)
+    if isinstance(view.info, Read):
+        size += 100 + view.info.size()
     for value in view.attributes.values():
         size += len(value) if isinstance(value, str) else 16
     return size
@@ -91,13 +145,14 @@ class Up:
     """What a span's ancestors make of it (``None`` stands for "not known yet")."""
 
     agent: int = 0
-    """The nearest agent above (span id), 0 if none or if an ``otel_prov`` span is nearer."""
+    """The nearest agent (or run's top chain) above (span id), 0 if none or if an ``otel_prov``
+    span is nearer."""
     tool: int = 0
     """The nearest tool call of that agent above, 0 if none."""
     under_prov: bool = False
     """An ``otel_prov`` span is nearer than any agent."""
     link: str | None = None
-    """Under an ``otel_prov`` span: the IRI of its step (what an agent below derives from)."""
+    """Under an ``otel_prov`` span: the IRI of its step (what a session below derives from)."""
 
 
 _ROOT = Up()
@@ -107,17 +162,26 @@ class Place:
     """A span's place in the tree (:attr:`SpanTree.place`)."""
 
     AGENT = "agent"
+    CHAIN = "chain"
+    """The top chain of a run (an OpenInference ``CHAIN`` with no agent above)."""
     TOOL = "tool"
+    LLM = "llm"
+    """A model call of an agent (not inside one of its tools), or, with no agent above, a call of a
+    chat conversation."""
+    RETRIEVER = "retriever"
+    TURN = "turn"
+    """An unnamed agent span directly below an agent: one of its turns."""
     WAIT = "wait"
-    """An agent or tool span whose chain of ancestors is not complete yet."""
+    """A framework span the mapping needs whose chain of ancestors is not complete yet."""
     OTHER = "other"
 
 
 class SpanTree:
-    """Classifies every span of one trace: agent, tool call (of which agent), waiting, other."""
+    """Classifies every span of one trace (see :class:`Place`); :attr:`up` says, for every span not
+    at :attr:`Place.OTHER`, what is above it."""
 
-    def __init__(self, spans: Iterable[SpanLike], problems: list[str]) -> None:
-        self.nodes: dict[int, SpanLike] = {}
+    def __init__(self, spans: Iterable[SpanView], problems: list[str]) -> None:
+        self.nodes: dict[int, SpanView] = {}
         for span in spans:
             self.nodes.setdefault(span.span_id, span)
         self.place: dict[int, str] = {}
@@ -129,7 +193,7 @@ class SpanTree:
         for span_id in self.nodes:
             self._resolve(span_id)
 
-    def _above(self, span: SpanLike) -> Up | None:
+    def _above(self, span: SpanView) -> Up | None:
         if span.parent_id == 0:
             return _ROOT
         if span.parent_remote and span.parent_id not in self.nodes:
@@ -157,36 +221,58 @@ class SpanTree:
             span = self.nodes[node]
             self._below[node] = self._classify(span, self._above(span))
 
-    def _classify(self, span: SpanLike, up: Up | None) -> Up | None:
+    def _set(self, span: SpanView, place: str, up: Up) -> None:
+        self.place[span.span_id] = place
+        self.up[span.span_id] = up
+
+    def _classify(self, span: SpanView, up: Up | None) -> Up | None:
         """Records the span's place; returns what it makes of its children."""
         span_id = span.span_id
-        if is_ours(span):
+        read = span.info if isinstance(span.info, Read) else None
+        if read is None:
+            if is_ours(span):
+                self.place[span_id] = Place.OTHER
+                link = step_iri(span)
+                if link is None:
+                    if up is None:
+                        return None
+                    link = up.link if up.under_prov else None
+                return Up(under_prov=True, link=link)
             self.place[span_id] = Place.OTHER
-            link = step_iri(span)
-            if link is None:
-                if up is None:
-                    return None
-                link = up.link if up.under_prov else None
-            return Up(under_prov=True, link=link)
-        dialect = dialect_of(span)
-        role = dialect.role(span)
-        if role is not Role.OTHER:
-            if up is None:
-                self.place[span_id] = Place.WAIT
-                return None
-            if role is Role.AGENT:
-                if not dialect.turns_below_agent or up.agent == 0:
-                    self.place[span_id] = Place.AGENT
-                    self.up[span_id] = up
-                    return Up(agent=span_id)
-            elif up.agent != 0:
-                self.place[span_id] = Place.TOOL
-                self.up[span_id] = up
-                return Up(agent=up.agent, tool=span_id)
-        self.place[span_id] = Place.OTHER
+            return up
+        if up is None:
+            self.place[span_id] = Place.WAIT
+            return None
+        role = read.role
+        if role is Role.AGENT:
+            agent = read.data if isinstance(read.data, Agent) else None
+            if up.agent and not up.tool and read.turns_below_agent and not (agent and agent.named):
+                self._set(span, Place.TURN, up)
+                return up
+            self._set(span, Place.AGENT, up)
+            return Up(agent=span_id)
+        if role is Role.CHAIN:
+            if up.agent:
+                self.place[span_id] = Place.OTHER
+                return up
+            self._set(span, Place.CHAIN, up)
+            return Up(agent=span_id)
+        if role is Role.TOOL:
+            if not up.agent:
+                self.place[span_id] = Place.OTHER
+                return up
+            self._set(span, Place.TOOL, up)
+            return Up(agent=up.agent, tool=span_id)
+        if role is Role.LLM:
+            if up.tool or (up.under_prov and not up.agent):
+                self.place[span_id] = Place.OTHER  # a tool's own model call, or inside our step
+            else:
+                self._set(span, Place.LLM, up)
+            return up
+        self._set(span, Place.RETRIEVER, up)
         return up
 
-    def at(self, place: str) -> list[SpanLike]:
+    def at(self, place: str) -> list[SpanView]:
         """The spans at ``place``, by (start time, span id)."""
         found = [self.nodes[s] for s, p in self.place.items() if p == place]
         return sorted(found, key=lambda span: (span.start_ns, span.span_id))

@@ -21,7 +21,7 @@ TG = ClosedNamespace("https://trustgraph.ai/ns/", list(TG_TERMS))
 
 OTELPROV = ClosedNamespace(
     "https://w3id.org/otel-prov/ns#",
-    ["traceId", "spanId", "collection", "statusMessage"],
+    ["traceId", "spanId", "collection", "statusMessage", "agentName", "notCaptured"],
 )
 """otel-prov's own predicates (documented in docs/model.md)."""
 
@@ -52,11 +52,12 @@ NT = SimpleNamespace(
     Activity=_nt(PROV.Activity), Entity=_nt(PROV.Entity), Agent=_nt(PROV.Agent),
     SoftwareAgent=_nt(PROV.SoftwareAgent),
     wasDerivedFrom=_nt(PROV.wasDerivedFrom), wasGeneratedBy=_nt(PROV.wasGeneratedBy), used=_nt(PROV.used),
-    wasAssociatedWith=_nt(PROV.wasAssociatedWith),
+    wasAssociatedWith=_nt(PROV.wasAssociatedWith), actedOnBehalfOf=_nt(PROV.actedOnBehalfOf),
     startedAtTime=_nt(PROV.startedAtTime), endedAtTime=_nt(PROV.endedAtTime),
     generatedAtTime=_nt(PROV.generatedAtTime),
     traceId=_nt(OTELPROV.traceId), spanId=_nt(OTELPROV.spanId), collection=_nt(OTELPROV.collection),
-    statusMessage=_nt(OTELPROV.statusMessage),
+    statusMessage=_nt(OTELPROV.statusMessage), agentName=_nt(OTELPROV.agentName),
+    notCaptured=_nt(OTELPROV.notCaptured),
     **{f"tg_{name}": _nt(getattr(TG, name)) for name in TG_TERMS},
 )
 """Every term the mapping writes, as N-Triples text: ``NT.type``, ``NT.wasDerivedFrom``, ``NT.tg_query``..."""

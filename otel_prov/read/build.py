@@ -105,6 +105,8 @@ def _build(question: str, props: dict[str, Props], children: dict[str, list[str]
         collection=first(q, OTELPROV.collection), trace_id=first(q, OTELPROV.traceId),
         derived_from=first(q, PROV.wasDerivedFrom) or first(q, PROV.wasGeneratedBy),
     )
+    trace.agent = first(q, OTELPROV.agentName)
+    trace.not_captured = sorted(t.value for t in q.get(str(OTELPROV.notCaptured), []))
     error = first(q, OTELPROV.statusMessage)
     if error:
         trace.errors.append(error)

@@ -15,6 +15,9 @@ from ..model.vocab import TG
 from .build import Props, TraceTriple, first, index, kind_of, types_of
 from .model import Trace, TraceStep, local_name
 
+NOT_CAPTURED_TEXT = "(not captured)"
+"""How a value the trace did not record is shown (``otelprov:notCaptured``)."""
+
 
 @dataclass(frozen=True)
 class GraphNode:
@@ -76,7 +79,8 @@ def _activity_detail(iri: str, props: dict[str, Props],
 
 
 def _label_trace(trace: Trace, labels: dict[str, tuple[str, str]]) -> None:
-    labels[trace.id] = (f"{trace.type} Question", trace.question)
+    labels[trace.id] = (f"{trace.type} Question",
+                        NOT_CAPTURED_TEXT if "query" in trace.not_captured else trace.question)
     for step in trace.steps:
         labels[step.iri] = (step_title(step), step_summary(step))
         for sub in step.subtraces:
@@ -106,6 +110,8 @@ def step_summary(step: TraceStep) -> str:
     for name in ("answer", "content"):
         if step.value(name):
             return step.value(name) or ""
+        if not step.captured(name):
+            return NOT_CAPTURED_TEXT
     return ""
 
 

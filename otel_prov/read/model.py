@@ -15,6 +15,8 @@ TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
 """``--type`` values and the type names shown."""
 
 COMPLETE, UNFINISHED, FAILED = "complete", "unfinished", "error"
+NOT_CAPTURED = "notCaptured"
+"""The local name of ``otelprov:notCaptured``: what a node's span did not record."""
 ENDS = {AGENT: "Conclusion", GRAPH_RAG: "Synthesis", DOC_RAG: "Synthesis"}
 """The kind of step that finishes a session of each type."""
 _FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
@@ -111,6 +113,10 @@ class TraceStep:
         found = self.values.get(name)
         return found[0] if found else None
 
+    def captured(self, name: str) -> bool:
+        """False when the trace did not record ``name`` (``otelprov:notCaptured``)."""
+        return name not in self.values.get(NOT_CAPTURED, [])
+
     @property
     def error(self) -> str | None:
         return self.value("statusMessage")
@@ -132,6 +138,10 @@ class Trace:
     """Error status messages recorded on the Question."""
     subtraces: list[Trace] = field(default_factory=list)
     """Sessions derived from the Question itself (not from one of its steps)."""
+    agent: str | None = None
+    """The agent's name (``otelprov:agentName``), when recorded."""
+    not_captured: list[str] = field(default_factory=list)
+    """What the trace did not record of the Question (``otelprov:notCaptured``: ``query``)."""
 
     @property
     def finished(self) -> bool:

@@ -25,6 +25,8 @@ def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
         "id": trace.id,
         "type": trace.type,
         "question": trace.question,
+        "agent": trace.agent,
+        "not_captured": trace.not_captured,
         "time": trace.time,
         "trace_id": trace.trace_id,
         "jaeger_url": jaeger_link(jaeger, trace.trace_id),

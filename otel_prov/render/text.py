@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..read.graph import step_title
+from ..read.graph import NOT_CAPTURED_TEXT, step_title
 from ..read.model import (
     AGENT,
     COMPLETE,
@@ -25,8 +25,10 @@ from .links import jaeger_link
 QUESTION_WIDTH = 45
 """The list's Question column is cut to this many characters (as TrustGraph's)."""
 EMPTY = "No explainability sessions found."
-HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime"}
-"""A step's values not shown as its content (ids, times; the error is shown apart)."""
+HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime",
+          "notCaptured"}
+"""A step's values not shown as its content (ids, times; the error and what was not captured are
+shown apart)."""
 SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
             "observation": "Observation"}
 
@@ -106,7 +108,9 @@ def _analysis(step: TraceStep) -> list[str]:
     lines = []
     for name, label in SHOWN_AS.items():
         value = step.value(name)
-        if value is None:
+        if value is None and not step.captured(name):
+            value = NOT_CAPTURED_TEXT
+        elif value is None:
             if name == "action":
                 lines.append(f"  Action: {'(none: this cycle answered)' if step.value('thought') else 'N/A'}")
             continue
@@ -128,7 +132,11 @@ def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -
     elif step.kind == "Exploration":
         if step.value("chunkCount") is not None or trace.type == DOC_RAG:
             chunks = step.values.get("selectedChunk", [])
-            lines.append(f"Retrieved {step.value('chunkCount') or len(chunks)} chunks from document store")
+            if not step.captured("selectedChunk"):
+                lines.append(f"Retrieved chunks from document store: {NOT_CAPTURED_TEXT}")
+            else:
+                count = step.value("chunkCount") or len(chunks)
+                lines.append(f"Retrieved {count} chunks from document store")
             if chunks:
                 lines.append(f"  Chunks: {', '.join(chunks)}")
         else:
@@ -139,7 +147,8 @@ def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -
             lines.append("")
             lines += _edge_text(i, edge)
     elif step.kind in ("Conclusion", "Synthesis"):
-        answer = step.value("answer") if step.kind == "Conclusion" else step.value("content")
+        name = "answer" if step.kind == "Conclusion" else "content"
+        answer = step.value(name) or (NOT_CAPTURED_TEXT if not step.captured(name) else None)
         lines += ["Answer:", *_indent(answer or "(empty)", "  ")]
     else:  # a step this viewer does not know: show what it has
         shown = {k: v for k, v in step.values.items() if k not in HIDDEN}
@@ -159,7 +168,9 @@ def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -
 def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list[str]:
     """The text of ``otel-prov show``, as lines."""
     lines = [f"=== {trace.type} Session: {trace.id} ===", ""]
-    lines += _field("Question", trace.question, "")
+    lines += _field("Question", NOT_CAPTURED_TEXT if "query" in trace.not_captured else trace.question, "")
+    if trace.agent:
+        lines.append(f"Agent: {trace.agent}")
     if trace.time:
         lines.append(f"Time: {trace.time}")
     if trace.trace_id:

@@ -5,7 +5,8 @@ Import only where langchain-core is installed.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -18,7 +19,8 @@ from .story import Step
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Answers with the next scripted ``Step``: thought as content (or as a reasoning block), plus tool calls."""
+    """Answers with the next scripted ``Step``: the thought as content (or as a reasoning block), and
+    the tool calls."""
 
     steps: list[Any]
     reasoning_blocks: bool = False

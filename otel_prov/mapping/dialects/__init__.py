@@ -1,10 +1,16 @@
 """Span dialects: how each family of framework instrumentation writes an agent run into spans.
 
 A dialect is one module with one object implementing :class:`Dialect`: it says whether it speaks for
-a span (its marker attribute), what the span is (:class:`Role`), and reads the question, answer and
-tool call out of it, declaring every attribute key it reads (:attr:`Dialect.keys`: a trace's tree
-keeps only those of a span).  :func:`dialect_of` dispatches, in one place, in the order of
-:data:`DIALECTS` (the most specific marker first; the GenAI conventions are the fallback).
+a span (its marker attribute), what the span is (:meth:`Dialect.role`), and reads what the
+explainability model needs out of it -- an agent's name, question and answer, a tool call, an LLM
+call (the thought, the tool calls it requested, the results it was given), a retrieval -- as the plain
+data below, declaring every attribute key it reads (:attr:`Dialect.keys`, :attr:`Dialect.prefixes`).
+:func:`dialect_of` dispatches, in one place, in the order of :data:`DIALECTS` (the most specific
+marker first; the GenAI conventions are the fallback).  Shared readers (messages, arguments, results,
+documents) are in :mod:`.content`.
+
+A dialect never raises: what it cannot read is ``None`` (or empty), with a short problem text
+appended to ``problems`` when the shape was unexpected.
 
 Where to add one: CONTRIBUTING.md ("A span dialect").
 """
@@ -12,9 +18,8 @@ Where to add one: CONTRIBUTING.md ("A span dialect").
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..spans import SpanLike
 
@@ -23,11 +28,42 @@ class Role(enum.Enum):
     """What a framework span is to the explainability model."""
 
     AGENT = "agent"
-    """An agent run: a Question, and a Conclusion once answered."""
+    """An agent run, or the root of one (a workflow): a Question, and a Conclusion once it ends."""
+    CHAIN = "chain"
+    """An OpenInference ``CHAIN``: the session when it is the top span of a run that calls tools (a
+    LangGraph graph) or retrieves (a RAG chain); else nothing."""
     TOOL = "tool"
-    """A tool call of the nearest agent above: one Analysis step."""
+    """A tool call (or a hand-off) of the nearest agent above: one Analysis step."""
+    LLM = "llm"
+    """A model call: the thought of the tool calls it requested; alone, part of a chat conversation."""
+    RETRIEVER = "retriever"
+    """A retrieval: a DocRAG session (a sub-trace of the step or agent it runs in)."""
     OTHER = "other"
-    """Anything else (chat, turns, HTTP, ...): needed only for its place in the tree."""
+    """Anything else (turns, prompts, HTTP, ...): needed only for its place in the tree."""
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """What an agent (or chain) span says of its run (``None``: not recorded on the span)."""
+
+    name: str | None
+    question: str | None
+    answer: str | None
+    named: bool = True
+    """The span names an agent of its own (OpenInference: an unnamed ``AGENT`` span directly below
+    another agent is one of its turns)."""
+    captured: bool = True
+    """The span records content (messages, input, output); False: capture was off."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A tool call the model asked for in an LLM call."""
+
+    id: str | None
+    name: str
+    arguments: str | None
+    """JSON text, as the model wrote it (None: not recorded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,49 +71,97 @@ class ToolCall:
     """What a tool span says of its call (``None``: not recorded on the span)."""
 
     name: str
-    arguments: str | None
-    result: str | None
+    arguments: str | None = None
+    """The actual arguments as JSON text (unwrapped from the framework's envelope)."""
+    bare_argument: str | None = None
+    """The argument of a one-argument tool, given as a bare string (its parameter not named)."""
+    parameters: tuple[str, ...] = ()
+    """The tool's parameter names, when the span gives its schema."""
+    result: str | None = None
+    call_id: str | None = None
+    handoff: str | None = None
+    """A hand-off to another agent: its name ("" when the span does not say); None: a tool call."""
+    captured: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    """What a model-call span says: the text and reasoning it produced, the tool calls it requested,
+    the tool results its input ends with, the user's question."""
+
+    text: str | None = None
+    reasoning: str | None = None
+    requests: tuple[Request, ...] = ()
+    results: tuple[tuple[str | None, str], ...] = ()
+    """The tool results the input ends with: (call id, text), what the previous call asked for."""
+    question: str | None = None
+    """The text of the last user message of the input."""
+    conversation: str | None = None
+    """``gen_ai.conversation.id`` (or the dialect's equivalent)."""
+    offered_tools: bool = False
+    """The call offered the model tools (an agent's call)."""
+    output_captured: bool = False
+    """The span records the model's output (False: capture was off, or the instrumentation drops it)."""
+    prior_text: str | None = None
+    prior_requests: tuple[Request, ...] = ()
+    """The previous call's output as its input ends with it (the assistant message before the
+    trailing tool results): where some instrumentations record a call's output."""
+
+    @property
+    def thought(self) -> str | None:
+        from .content import thought_of
+
+        return thought_of([self.reasoning] if self.reasoning else [], [self.text] if self.text else [])
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What a retrieval span says: the query and the retrieved chunks' ids (``None``: the documents
+    were not recorded)."""
+
+    query: str | None
+    chunks: tuple[str, ...] | None
 
 
 class Dialect(Protocol):
     name: str
     """A short name, for docs and problems."""
     keys: frozenset[str]
-    """Every attribute key the dialect reads of an agent or tool span."""
+    """Every attribute key the dialect reads."""
+    prefixes: tuple[str, ...]
+    """Prefixes of the flattened keys it reads (``llm.input_messages.``...)."""
     turns_below_agent: bool
-    """An agent span of this dialect below another agent is one of that agent's turns, not a
-    nested agent (OpenInference marks turns ``AGENT`` too)."""
+    """An unnamed agent span of this dialect directly below another agent is one of its turns, not
+    a nested agent (OpenInference marks LangGraph's model turns ``AGENT``)."""
 
     def claims(self, span: SpanLike) -> bool:
         """Whether the span is written in this dialect."""
         ...
 
-    def role(self, span: SpanLike) -> Role: ...
-
-    def keep(self, attributes: Mapping[str, Any], role: Role) -> dict[str, Any]:
-        """What a trace's tree keeps of an agent or tool span's attributes (at most :attr:`keys`,
-        large values reduced to what the reading methods need); reading the kept attributes gives
-        the same results as reading the span."""
+    def role(self, span: SpanLike) -> Role:
+        """What the span is (classify)."""
         ...
 
-    def agent_name(self, span: SpanLike) -> str | None: ...
-
-    def question(self, span: SpanLike, problems: list[str]) -> str | None:
-        """The user's question of an agent span (None: not recorded)."""
+    def agent(self, span: SpanLike, problems: list[str]) -> Agent:
+        """An agent or chain span's name, question (clean user text) and answer (plain text)."""
         ...
 
-    def answer(self, span: SpanLike, problems: list[str]) -> str | None:
-        """The final answer of an agent span, as text (None: not recorded)."""
+    def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall: ...
+
+    def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
+        """A model call: its thought (text and reasoning), the tool calls it requested, ..."""
         ...
 
-    def tool_call(self, span: SpanLike) -> ToolCall: ...
+    def retrieval(self, span: SpanLike, problems: list[str]) -> Retrieval: ...
 
 
 def _dialects() -> tuple[Dialect, ...]:
     from .genai import GENAI
+    from .openai_agents import OPENAI_AGENTS
     from .openinference import OPENINFERENCE
+    from .traceloop import TRACELOOP
 
-    return (OPENINFERENCE, GENAI)
+    return (OPENINFERENCE, TRACELOOP, OPENAI_AGENTS, GENAI)
 
 
 DIALECTS: tuple[Dialect, ...] = _dialects()

@@ -63,7 +63,8 @@ def main() -> None:
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
-        model = ScriptedChatModel(steps=story.react_steps(), reasoning_blocks=capture.flag("reasoning-blocks"))
+        model = ScriptedChatModel(steps=story.react_steps(),
+                                  reasoning_blocks=capture.flag("reasoning-blocks"))
         config: Any = {"configurable": {"thread_id": "thread-1"}, "metadata": {"user_id": "alice"}}
         state = build_agent(model).invoke({"messages": [HumanMessage(story.QUESTION)]}, config=config)
         answer = state["messages"][-1].content

@@ -54,7 +54,8 @@ def calculator(expression: str) -> str:
 
 def tool_calling_steps() -> list[Step]:
     steps = story.react_steps()[:2]
-    steps.append(Step(story.FINAL_THOUGHT, [ToolCall("final_answer", {"answer": story.FINAL_ANSWER}, "call_3")]))
+    final = ToolCall("final_answer", {"answer": story.FINAL_ANSWER}, "call_3")
+    steps.append(Step(story.FINAL_THOUGHT, [final]))
     return steps
 
 
@@ -84,8 +85,8 @@ class ScriptedModel(smolagents.Model):
         calls = [ChatMessageToolCall(id=c.call_id, type="function",
                                      function=ChatMessageToolCallFunction(name=c.name, arguments=c.arguments))
                  for c in step.tool_calls] or None
-        return smolagents.ChatMessage(role=smolagents.MessageRole.ASSISTANT, content=step.final or step.thought,
-                                      tool_calls=calls,
+        return smolagents.ChatMessage(role=smolagents.MessageRole.ASSISTANT,
+                                      content=step.final or step.thought, tool_calls=calls,
                                       token_usage=smolagents.TokenUsage(input_tokens=21, output_tokens=7))
 
 

@@ -1,0 +1,434 @@
+"""Reading content out of attribute values, shared by every dialect: messages (the GenAI conventions'
+``parts``, OpenAI's chat format, OpenInference's and OpenLLMetry's flattened ``*.N.*`` keys, LangChain's
+serialized messages, OpenAI Responses items), tool arguments (unwrapped to the actual arguments as
+JSON), tool results (as text, not an envelope) and retrieved documents.
+
+Every reader takes whatever a span holds and returns ``None`` (or an empty result) for what it cannot
+read; none raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..flows import attr_text
+from . import Request
+
+# -- JSON ---------------------------------------------------------------------------------------------
+
+
+def loads(value: Any) -> Any:
+    """``value`` parsed as JSON when it is text that looks like a JSON array or object; structured
+    values (OTLP arrays and maps) as they are; anything else None."""
+    if isinstance(value, (list, tuple, Mapping)):
+        return value
+    if not isinstance(value, str):
+        return None
+    head = value.lstrip()[:1]
+    if head not in ("[", "{"):
+        return None
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+
+
+def dumps(value: Any) -> str:
+    """Compact, readable JSON text (non-ASCII kept)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+# -- messages -----------------------------------------------------------------------------------------
+
+USER, ASSISTANT, TOOL, SYSTEM = "user", "assistant", "tool", "system"
+_ROLES = {
+    "user": USER, "human": USER, "humanmessage": USER,
+    "assistant": ASSISTANT, "ai": ASSISTANT, "aimessage": ASSISTANT, "model": ASSISTANT,
+    "tool": TOOL, "function": TOOL, "toolmessage": TOOL, "tool-response": TOOL, "ipython": TOOL,
+    "system": SYSTEM, "developer": SYSTEM, "systemmessage": SYSTEM,
+    "tool-call": ASSISTANT,
+}
+
+
+@dataclass(slots=True)
+class Message:
+    """One message, whatever the format it came in."""
+
+    role: str
+    texts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: list[Request] = field(default_factory=list)
+    """Tool calls the message requests (an assistant's)."""
+    responses: list[tuple[str | None, str]] = field(default_factory=list)
+    """Tool results it carries: (call id, text)."""
+
+    @property
+    def text(self) -> str | None:
+        return "\n".join(self.texts) if self.texts else None
+
+
+def role_of(value: Any) -> str:
+    return _ROLES.get(str(value).lower(), str(value).lower()) if value is not None else ""
+
+
+def _text_of(value: Any) -> str | None:
+    """Content as text: a string, or the text blocks of a list of blocks."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        texts = [t for t in (_block_text(b) for b in value) if t is not None]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _block_text(block: Any) -> str | None:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type", "text") in ("text", "output_text", "input_text"):
+        for key in ("content", "text"):
+            if isinstance(block.get(key), str):
+                return str(block[key])
+    return None
+
+
+def _request(call_id: Any, name: Any, arguments: Any) -> Request | None:
+    if not isinstance(name, str) or not name:
+        return None
+    args = None
+    if arguments is not None:
+        parsed = loads(arguments)
+        args = dumps(parsed) if parsed is not None else (
+            arguments if isinstance(arguments, str) else dumps(arguments))
+    return Request(str(call_id) if call_id not in (None, "") else None, name, args)
+
+
+def _add_block(msg: Message, block: Any) -> None:
+    """One part / content block of a message."""
+    if isinstance(block, str):
+        msg.texts.append(block)
+        return
+    if not isinstance(block, Mapping):
+        return
+    kind = block.get("type", "text")
+    if kind in ("reasoning", "thinking"):
+        for key in ("content", "reasoning", "thinking", "text"):
+            if isinstance(block.get(key), str):
+                msg.reasoning.append(block[key])
+                return
+        summary = block.get("summary")
+        if isinstance(summary, (list, tuple)):
+            msg.reasoning.extend(s["text"] for s in summary if isinstance(s, Mapping)
+                                 and isinstance(s.get("text"), str))
+    elif kind in ("tool_call", "function_call", "tool_use"):
+        request = _request(block.get("id") or block.get("call_id"), block.get("name"),
+                           block.get("arguments", block.get("input", block.get("args"))))
+        if request is not None:
+            msg.calls.append(request)
+    elif kind in ("tool_call_response", "function_call_output", "tool_result"):
+        for key in ("response", "result", "output", "content"):
+            if key in block:
+                text = result_text(block[key])[0]
+                if text is not None:
+                    msg.responses.append((_id(block.get("id") or block.get("call_id")
+                                              or block.get("tool_use_id")), text))
+                break
+    else:
+        text = _block_text(block)
+        if text is not None:
+            msg.texts.append(text)
+
+
+def _id(value: Any) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+def to_message(obj: Any) -> Message | None:
+    """One message in any of the formats above, else None."""
+    if not isinstance(obj, Mapping):
+        return None
+    if obj.get("lc") is not None and isinstance(obj.get("kwargs"), Mapping):  # LangChain constructor
+        ids = obj.get("id")
+        cls = ids[-1] if isinstance(ids, (list, tuple)) and ids else ""
+        kwargs = obj["kwargs"]
+        obj = {**kwargs, "type": kwargs.get("type") or str(cls).removesuffix("Message").lower()}
+    elif isinstance(obj.get("data"), Mapping) and isinstance(obj.get("type"), str):  # LangChain dump
+        obj = {**obj["data"], "type": obj["data"].get("type") or obj["type"]}
+    kind = obj.get("type")
+    if kind in ("reasoning", "function_call", "function_call_output") and "role" not in obj:
+        msg = Message(TOOL if kind == "function_call_output" else ASSISTANT)  # a Responses item
+        _add_block(msg, obj)
+        return msg
+    role = role_of(obj.get("role") if obj.get("role") is not None else kind)
+    msg = Message(role)
+    parts = obj.get("parts")
+    if isinstance(parts, (list, tuple)):
+        for part in parts:
+            _add_block(msg, part)
+    content = obj.get("content")
+    if role == TOOL:
+        text, _ = result_text(content)
+        call_id = _id(obj.get("tool_call_id") or obj.get("call_id"))
+        if text is not None:
+            msg.responses.append((call_id, text))
+    elif isinstance(content, str):
+        msg.texts.append(content)
+    elif isinstance(content, (list, tuple)):
+        for block in content:
+            _add_block(msg, block)
+    for call in obj.get("tool_calls") or ():
+        if not isinstance(call, Mapping):
+            continue
+        function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call
+        request = _request(call.get("id"), function.get("name"),
+                           function.get("arguments", function.get("args")))
+        if request is not None:
+            msg.calls.append(request)
+    return msg
+
+
+def messages_of(value: Any) -> list[Message] | None:
+    """Messages given as JSON text or a structured array (or one message, or LangChain's
+    ``{"messages": [...]}``), each in any format; None when the value holds no list of messages."""
+    data = loads(value)
+    if isinstance(data, Mapping) and "messages" in data:
+        data = data["messages"]
+        if isinstance(data, (list, tuple)) and len(data) == 1 and isinstance(data[0], (list, tuple)):
+            data = data[0]  # an LLM's input: one list of messages per prompt
+    if isinstance(data, Mapping):
+        data = [data]
+    if not isinstance(data, (list, tuple)):
+        return None
+    return [m for m in (to_message(item) for item in data) if m is not None]
+
+
+_FLAT_INDEX = re.compile(r"(\d+)\.(.+)")
+_FLAT_CONTENT = re.compile(r"(?:message\.)?contents\.(\d+)\.message_content\.(type|text)")
+_FLAT_CALL = re.compile(
+    r"(?:message\.)?tool_calls\.(\d+)\.(?:tool_call\.)?(?:function\.)?(id|name|arguments)")
+
+
+def flat_messages(attributes: Mapping[str, Any], prefix: str) -> list[Message] | None:
+    """Messages flattened into keys, ``{prefix}{i}.message.role`` / ``.content`` / ``.contents.{j}...``
+    / ``.tool_calls.{k}.tool_call...`` (OpenInference) or ``{prefix}{i}.role`` / ``.content`` /
+    ``.tool_calls.{k}.name`` (OpenLLMetry's ``gen_ai.prompt.`` / ``gen_ai.completion.``), in index
+    order (indices need not start at 0 or be contiguous); None when there is no such key."""
+    grouped: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if not key.startswith(prefix):
+            continue
+        match = _FLAT_INDEX.fullmatch(key[len(prefix):])
+        if match:
+            grouped.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    if not grouped:
+        return None
+    found = []
+    for index in sorted(grouped):
+        fields = grouped[index]
+        msg = Message(role_of(fields.get("message.role", fields.get("role"))))
+        contents: dict[int, dict[str, Any]] = {}
+        calls: dict[int, dict[str, Any]] = {}
+        for rest, value in fields.items():
+            found_content = _FLAT_CONTENT.fullmatch(rest)
+            if found_content:
+                contents.setdefault(int(found_content.group(1)), {})[found_content.group(2)] = value
+                continue
+            found_call = _FLAT_CALL.fullmatch(rest)
+            if found_call:
+                calls.setdefault(int(found_call.group(1)), {})[found_call.group(2)] = value
+        text = fields.get("message.content", fields.get("content"))
+        if msg.role == TOOL:
+            result, _ = result_text(text)
+            if result is None and contents:
+                result = "\n".join(str(c.get("text")) for _, c in sorted(contents.items()) if c.get("text"))
+            if result is not None:
+                msg.responses.append((_id(fields.get("message.tool_call_id", fields.get("tool_call_id"))),
+                                      result))
+        elif contents:
+            for _, block in sorted(contents.items()):
+                _add_block(msg, {"type": block.get("type", "text"), "text": block.get("text")})
+        elif isinstance(text, str):
+            msg.texts.append(text)
+        for _, call in sorted(calls.items()):
+            request = _request(call.get("id"), call.get("name"), call.get("arguments"))
+            if request is not None:
+                msg.calls.append(request)
+        found.append(msg)
+    return found
+
+
+def last_text(messages: Sequence[Message], role: str) -> str | None:
+    """The text of the last message of ``role`` that has text."""
+    for message in reversed(messages):
+        if message.role == role and message.text is not None:
+            return message.text
+    return None
+
+
+def trailing_responses(messages: Sequence[Message]) -> list[tuple[str | None, str]]:
+    """The tool results the input ends with (those after its last assistant message): what the
+    previous call asked for."""
+    found: list[tuple[str | None, str]] = []
+    for message in reversed(messages):
+        if message.role == ASSISTANT:
+            break
+        found[:0] = message.responses
+    return found
+
+
+def last_output(messages: Sequence[Message]) -> list[Message]:
+    """The assistant messages the input ends with, before its trailing tool results: the previous
+    call's output, as the caller sent it back (some instrumentations record it only there)."""
+    found: list[Message] = []
+    for message in reversed(messages):
+        if message.role == TOOL and not found:
+            continue
+        if message.role != ASSISTANT:
+            break
+        found.insert(0, message)
+    return found
+
+
+def output_of(messages: Sequence[Message]) -> tuple[list[str], list[str], list[Request]]:
+    """An LLM call's output: its texts, reasoning and requested tool calls (every assistant message:
+    some instrumentations split one answer over several)."""
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[Request] = []
+    for message in messages:
+        if message.role in (ASSISTANT, ""):
+            texts += message.texts
+            reasoning += message.reasoning
+            calls += message.calls
+    return texts, reasoning, calls
+
+
+def thought_of(reasoning: Iterable[str], texts: Iterable[str]) -> str | None:
+    """What the model produced beside its tool calls: its reasoning, then its text, each piece once."""
+    pieces: list[str] = []
+    for piece in (*reasoning, *texts):
+        if piece.strip() and piece not in pieces:
+            pieces.append(piece)
+    return "\n".join(pieces) if pieces else None
+
+
+# -- tool arguments and results ----------------------------------------------------------------------
+
+
+def arguments(value: Any) -> tuple[str | None, str | None]:
+    """A tool's arguments as recorded, unwrapped: ``(JSON text, None)`` for structured arguments,
+    ``(None, text)`` for a bare string (a one-argument tool, named by the caller), ``(None, None)``
+    when absent.  Unwraps smolagents' ``{"args": [], "kwargs": {...}}`` and LangGraph's
+    ``{"__type": "tool_call_with_context", "tool_call": {"args": ...}}``."""
+    if value is None:
+        return None, None
+    parsed = loads(value)
+    if parsed is None:
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, RecursionError):
+                return None, value
+            if isinstance(parsed, str):
+                return None, parsed
+        else:
+            return dumps(value) if not isinstance(value, (int, float, bool)) else str(value), None
+    if isinstance(parsed, Mapping):
+        if parsed.get("__type") == "tool_call_with_context" and isinstance(parsed.get("tool_call"), Mapping):
+            parsed = parsed["tool_call"].get("args", {})
+        elif "kwargs" in parsed and "args" in parsed and set(parsed) <= {"args", "kwargs",
+                                                                         "sanitize_inputs_outputs"}:
+            args, kwargs = parsed.get("args") or [], parsed.get("kwargs") or {}
+            if args and not kwargs:
+                if len(args) == 1 and isinstance(args[0], str):
+                    return None, args[0]
+                return dumps(list(args)), None
+            parsed = kwargs
+    return dumps(parsed), None
+
+
+def parameter_names(schema: Any) -> list[str]:
+    """The parameter names of a tool's schema (a JSON schema's ``properties``, or smolagents'
+    ``{name: {...}}``)."""
+    parsed = loads(schema)
+    if not isinstance(parsed, Mapping):
+        return []
+    props = parsed.get("properties")
+    if isinstance(props, Mapping):
+        return [str(k) for k in props]
+    if parsed.get("type") == "object":
+        return []
+    return [str(k) for k, v in parsed.items() if isinstance(v, Mapping)]
+
+
+def result_text(value: Any) -> tuple[str | None, str | None]:
+    """A tool's result as text, and the tool call id when the result says it: LangChain's
+    ``ToolMessage`` (``{"type": "tool", "data": {"content": ..., "tool_call_id": ...}}``, its
+    constructor form, or the bare ``{"content": ..., "type": "tool"}``) gives its content."""
+    if value is None:
+        return None, None
+    parsed = loads(value)
+    if isinstance(parsed, Mapping):
+        message = parsed
+        if message.get("lc") is not None and isinstance(message.get("kwargs"), Mapping):
+            message = message["kwargs"]
+        elif isinstance(message.get("data"), Mapping):
+            message = message["data"]
+        if message.get("type") == "tool" or "tool_call_id" in message:
+            text = _text_of(message.get("content"))
+            if text is None and message.get("content") is not None:
+                text = attr_text(message.get("content"))
+            if text is not None:
+                return text, _id(message.get("tool_call_id"))
+    if isinstance(value, str):
+        return value, None
+    return attr_text(value), None
+
+
+# -- retrieved documents --------------------------------------------------------------------------------
+
+_ID_KEYS = ("id", "chunk_id", "doc_id", "document_id")
+
+
+def own_id(document: Mapping[str, Any]) -> str | None:
+    value = document.get("id")
+    return str(value) if value not in (None, "") else None
+
+
+def document_id(document: Mapping[str, Any]) -> str | None:
+    """A document's id: its own, else one its metadata names."""
+    if own_id(document) is not None:
+        return own_id(document)
+    metadata = loads(document.get("metadata", document.get("document.metadata")))
+    if isinstance(metadata, Mapping):
+        for key in _ID_KEYS:
+            if metadata.get(key) not in (None, ""):
+                return str(metadata[key])
+    return None
+
+
+def documents(value: Any) -> list[Mapping[str, Any]] | None:
+    """Documents as a list of mappings: a JSON list, or ``{"documents": [...]}``; None otherwise."""
+    parsed = loads(value)
+    if isinstance(parsed, Mapping):
+        parsed = parsed.get("documents")
+    if not isinstance(parsed, (list, tuple)):
+        return None
+    return [d for d in parsed if isinstance(d, Mapping)]
+
+
+def flat_documents(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    """``{prefix}{i}.document.{id,content,metadata,score}`` keys as one mapping per index."""
+    grouped: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if key.startswith(prefix):
+            match = _FLAT_INDEX.fullmatch(key[len(prefix):])
+            if match:
+                grouped.setdefault(int(match.group(1)), {})[match.group(2).removeprefix("document.")] = value
+    return [grouped[i] for i in sorted(grouped)] if grouped else None
