@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -10,6 +11,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov.settings import ENV_VARS
+
+if TYPE_CHECKING:
+    from tests.interop.runner import Captured
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +32,18 @@ def captured() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
     provider.add_span_processor(SimpleSpanProcessor(memory))
     yield provider, memory
     provider.shutdown()
+
+
+@pytest.fixture(scope="session")
+def interop(tmp_path_factory: pytest.TempPathFactory) -> Captured:
+    """The spans of the real-instrumentation scenarios (tests/interop), each run once per test
+    session.  Without the interop packages: skipped, or failed under CI (``CI=true``)."""
+    from tests.interop.runner import Captured, missing_packages
+    from tests.procs import in_ci
+
+    reason = missing_packages()
+    if reason is not None:
+        if in_ci():
+            pytest.fail(reason + " -- CI must run the interop tests", pytrace=False)
+        pytest.skip(reason)
+    return Captured(tmp_path_factory.mktemp("interop"))

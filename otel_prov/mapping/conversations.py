@@ -142,9 +142,9 @@ class Conversations:
     _members: dict[CallId, set[CallId]] = field(default_factory=dict)
     _forgotten: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
-    def update(self, trace_id: int, free: Sequence[SpanView], profile: str,
-               problems: list[str]) -> tuple[list[Quad], list[Quad]]:
-        """Sets the free calls of one trace; returns the quads to add and to remove."""
+    def set_calls(self, trace_id: int, free: Sequence[SpanView], problems: list[str]) -> set[CallId]:
+        """Sets the free calls of one trace; returns the calls whose conversations must be mapped
+        again (:meth:`remap`: once for a whole batch of traces)."""
         new = {call_id(c): c for c in free}
         old = self._of_trace.get(trace_id, set())
         touched: set[CallId] = set()
@@ -165,7 +165,7 @@ class Conversations:
         self._of_trace[trace_id] = {cid for cid in new if cid in self.calls}
         if not self._of_trace[trace_id]:
             del self._of_trace[trace_id]
-        return self._remap({cid for cid in touched if cid in self.calls}, touched, profile, problems)
+        return touched
 
     def forget(self, trace_id: int) -> None:
         """The trace leaves the mapper's memory: its conversations are frozen (their quads stay in
@@ -215,8 +215,10 @@ class Conversations:
                         frontier.append(other)
         return found
 
-    def _remap(self, starts: set[CallId], touched: set[CallId], profile: str,
-               problems: list[str]) -> tuple[list[Quad], list[Quad]]:
+    def remap(self, touched: set[CallId], profile: str, problems: list[str]) -> tuple[list[Quad], list[Quad]]:
+        """Maps again the conversations of the ``touched`` calls (and of the calls that left them);
+        returns the quads to add and to remove."""
+        starts = {cid for cid in touched if cid in self.calls}
         seen: set[CallId] = set()
         old_roots = {self._root_of[c] for c in touched if c in self._root_of}
         old_roots |= {c for c in touched if c in self._quads}

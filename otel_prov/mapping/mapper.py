@@ -143,9 +143,12 @@ class TraceMapper:
                         problems=direct.problems, failed=failed)
         if by_trace:
             with self._lock:
+                touched: set[tuple[int, int]] = set()
                 for trace_id, recs in by_trace.items():
-                    self._update_trace(trace_id, recs, update)
+                    self._update_trace(trace_id, recs, update, touched)
                     self._evict(trace_id, update)
+                if touched:
+                    self._remap_conversations(touched, update)
         return update
 
     def unstored(self, update: Update) -> None:
@@ -174,7 +177,8 @@ class TraceMapper:
 
     # -- one trace --------------------------------------------------------------------------------
 
-    def _update_trace(self, trace_id: int, recs: list[SpanRecord], update: Update) -> None:
+    def _update_trace(self, trace_id: int, recs: list[SpanRecord], update: Update,
+                      touched: set[tuple[int, int]]) -> None:
         if trace_id in self._forgotten:
             for rec in recs:
                 if framework_role(rec) is not Role.OTHER:
@@ -213,7 +217,7 @@ class TraceMapper:
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
         # span taken as a root because its (remote) parent was missing.
         if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
-            self._recompute(trace_id, trace, update)
+            self._recompute(trace_id, trace, update, touched)
         update.waiting += trace.waiting
 
     def _touch(self, trace_id: int) -> _TraceState:
@@ -225,24 +229,18 @@ class TraceMapper:
         trace = self._plain[trace_id] = _TraceState()
         return trace
 
-    def _recompute(self, trace_id: int, trace: _TraceState, update: Update) -> None:
-        problems: list[str] = []
+    def _recompute(self, trace_id: int, trace: _TraceState, update: Update,
+                   touched: set[tuple[int, int]]) -> None:
         try:
             result = AgentsMapped()
             trace_mapped(list(trace.nodes.values()), self.profile, result)
-            add, remove = self._conversations.update(trace_id, result.free_calls, self.profile, problems)
+            touched |= self._conversations.set_calls(trace_id, result.free_calls, update.problems)
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
-            if not self._failed:
-                logger.exception("otel-prov mapper: mapping a GenAI trace failed (logged once)")
-            self._failed += 1
-            update.problems.append(MAPPING_FAILED)
+            self._mapping_failed(update)
             return
         new = frozenset(result.quads)
         update.remove.extend(trace.quads - new)
         update.add.extend(new - trace.quads)
-        update.remove.extend(remove)
-        update.add.extend(add)
-        update.problems.extend(problems)
         trace.quads = new
         trace.waiting = result.waiting
         trace.remote_roots = result.remote_roots
@@ -251,20 +249,22 @@ class TraceMapper:
         update.problems.extend((counts - trace.problems).elements())
         trace.problems |= counts
 
-    @staticmethod
-    def _reject_too_large(trace: _TraceState, too_large: dict[int, str], update: Update,
-                          recs: list[SpanRecord]) -> None:
-        in_batch = {rec.span_id: rec for rec in recs}
-        for span_id, reason in too_large.items():
-            view = trace.nodes[span_id]
-            trace.nodes[span_id] = skeleton(view)._replace(name="")  # no role by its name either
-            trace.relevant -= 1
-            rec = in_batch.get(span_id)
-            if rec is not None:
-                update.failed.append((rec, reason))
-                update.mapped -= 1
-            else:
-                update.problems.append(f"span of a GenAI trace left out: {reason}")
+    def _remap_conversations(self, touched: set[tuple[int, int]], update: Update) -> None:
+        """The chat conversations the batch changed, mapped again once (their calls may span
+        several traces of the batch)."""
+        try:
+            add, remove = self._conversations.remap(touched, self.profile, update.problems)
+        except Exception:
+            self._mapping_failed(update)
+            return
+        update.remove.extend(remove)
+        update.add.extend(add)
+
+    def _mapping_failed(self, update: Update) -> None:
+        if not self._failed:
+            logger.exception("otel-prov mapper: mapping a GenAI trace failed (logged once)")
+        self._failed += 1
+        update.problems.append(MAPPING_FAILED)
 
     # -- memory bound -------------------------------------------------------------------------------
 

@@ -135,6 +135,24 @@ def run(scenario: Scenario, out_dir: Path) -> tuple[list[SpanRecord], float]:
     return records, wall
 
 
+class Captured:
+    """The scenarios' spans, each scenario run once (on first use), kept in ``out``."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._spans: dict[str, list[SpanRecord]] = {}
+
+    def spans(self, name: str) -> list[SpanRecord]:
+        if name not in self._spans:
+            self._spans[name] = run(SCENARIOS[name], self.out)[0]
+        return self._spans[name]
+
+    def request(self, name: str) -> ExportTraceServiceRequest:
+        """The scenario's spans as the one OTLP request it wrote."""
+        self.spans(name)
+        return ExportTraceServiceRequest.FromString((self.out / f"{name}.otlp").read_bytes())
+
+
 def tree_text(records: list[SpanRecord], attributes: bool = False) -> str:
     """The span tree, one span a line (with its attributes), for reading and for failure messages."""
     ids = {r.span_id for r in records}

@@ -1,0 +1,224 @@
+"""The explainability chain of a scenario, as plain data: what the mapping made of its spans (read
+back through the read model, as ``otel-prov show`` reads it), and what the story says it must be.
+
+:func:`mapped` maps spans, reads every top-level session back and reduces each to a :class:`Chain`;
+:func:`expected` gives, per scenario, the chain the story (:mod:`.story`) played, with what each
+instrumentation is known not to record marked :data:`NOT_CAPTURED`.  The tests compare the two;
+``benchmarks/genai_coverage.py`` compares them field by field for the coverage table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import SpanRecord
+from otel_prov.model.iris import activity_iri
+from otel_prov.model.quads import nquads
+from otel_prov.read.model import Trace, TraceStep
+from otel_prov.read.reader import TraceReader
+from otel_prov.stores.oxigraph import OxigraphStore
+
+from . import story
+
+NOT_CAPTURED = "(not captured)"
+"""A value the graph marks ``otelprov:notCaptured``."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """An Analysis: thought, action, arguments (parsed JSON), observation, and the sessions it ran."""
+
+    thought: str | None
+    action: str | None
+    arguments: Any
+    observation: str | None
+    subtraces: tuple[Chain, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A session: its question, agent, steps in order and answer (an agent's Conclusion, a
+    DocRAG's Synthesis), its chunks (DocRAG), the sessions derived from it."""
+
+    type: str
+    question: str | None
+    agent: str | None = None
+    steps: tuple[Step, ...] = ()
+    answer: str | None = None
+    chunks: tuple[str, ...] | str | None = None
+    subtraces: tuple[Chain, ...] = ()
+    delegated: bool = False
+    """A sub-agent whose Question derives from the step that handed off to it."""
+
+
+def _value(step: TraceStep, name: str) -> str | None:
+    return step.value(name) if step.captured(name) else NOT_CAPTURED
+
+
+def _arguments(step: TraceStep) -> Any:
+    text = _value(step, "arguments")
+    if text is None or text == NOT_CAPTURED:
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return ("not JSON", text)
+
+
+def chain_of(trace: Trace, parent_step: str | None = None) -> Chain:
+    steps: list[Step] = []
+    answer: str | None = None
+    chunks: tuple[str, ...] | str | None = None
+    for s in trace.steps:
+        if s.kind == "Analysis":
+            steps.append(Step(_value(s, "thought"), _value(s, "action"), _arguments(s),
+                              _value(s, "observation"), tuple(chain_of(t, s.iri) for t in s.subtraces)))
+        elif s.kind in ("Conclusion", "Synthesis"):
+            answer = _value(s, "answer" if s.kind == "Conclusion" else "content")
+        elif s.kind == "Exploration":
+            chunks = (NOT_CAPTURED if not s.captured("selectedChunk")
+                      else tuple(sorted(s.values.get("selectedChunk", []))))
+    question = NOT_CAPTURED if "query" in trace.not_captured else trace.question
+    return Chain(trace.type, question, trace.agent, tuple(steps), answer, chunks,
+                 tuple(chain_of(t) for t in trace.subtraces),
+                 delegated=parent_step is not None and trace.type == "Agent"
+                 and trace.derived_from in (parent_step, activity_iri(parent_step)))
+
+
+def mapped(records: Sequence[SpanRecord], profile: str) -> list[Chain]:
+    """The top-level sessions the spans map to, read back, oldest first."""
+    update = TraceMapper(profile).map(records)
+    store = OxigraphStore(None)
+    try:
+        store.add(nquads(update.add), len(update.add))
+        reader = TraceReader(store)
+        rows = sorted(reader.sessions(), key=lambda r: r.time)
+        return [chain_of(reader.trace(row.id)[0]) for row in rows]
+    finally:
+        store.close()
+
+
+# -- what the story played ---------------------------------------------------------------------------
+
+
+@dataclass
+class Variant:
+    """How an instrumentation records the story (defaults: everything, as played)."""
+
+    question: str | None = story.QUESTION
+    agent: str | None = story.AGENT
+    thoughts: tuple[str | None, str | None] = (story.THOUGHT_1, story.THOUGHT_2)
+    arguments: bool = True
+    observations: bool = True
+    answer: str | None = story.FINAL_ANSWER
+    tool_1_result: str = story.TOOL_1_RESULT
+    tool_1_subtraces: tuple[Chain, ...] = ()
+    handoff_thought: str | None = story.HANDOFF_THOUGHT
+    handoff_action: str = "transfer_to_researcher"
+    handoff_arguments: Any = field(default_factory=dict)
+    session_question: str | None = story.QUESTION
+    session_answer: str | None = story.FINAL_ANSWER
+
+
+def react(v: Variant) -> Chain:
+    """The researcher: two tool calls and the answer."""
+    args = (story.TOOL_1_ARGS, story.TOOL_2_ARGS) if v.arguments else (NOT_CAPTURED, NOT_CAPTURED)
+    results = (v.tool_1_result, story.TOOL_2_RESULT) if v.observations else (NOT_CAPTURED, NOT_CAPTURED)
+    return Chain("Agent", v.question, v.agent, (
+        Step(v.thoughts[0], story.TOOL_1, args[0], results[0], v.tool_1_subtraces),
+        Step(v.thoughts[1], story.TOOL_2, args[1], results[1]),
+    ), v.answer)
+
+
+def handoff(v: Variant) -> Chain:
+    """The Agents SDK run: the triage agent (the session's own) hands off to the researcher."""
+    researcher = react(v)
+    researcher = Chain(researcher.type, researcher.question, researcher.agent, researcher.steps,
+                       researcher.answer, delegated=True)
+    return Chain("Agent", v.session_question, story.TRIAGE, (
+        Step(v.handoff_thought, v.handoff_action, v.handoff_arguments, story.AGENT, (researcher,)),
+    ), v.session_answer)
+
+
+def docrag(answer: str | None, chunks: tuple[str, ...] = tuple(sorted(story.RETRIEVED))) -> Chain:
+    return Chain("DocRAG", story.RAG_QUERY, None, (), answer, chunks)
+
+
+def expected(name: str) -> list[Chain]:
+    """The chains a scenario must map to (its top-level sessions, oldest first)."""
+    nc = NOT_CAPTURED
+    code_thoughts = (f"Thought: {story.THOUGHT_1}\n", f"Thought: {story.THOUGHT_2}\n")
+    known: dict[str, list[Chain]] = {
+        # A bare loop: one conversation across three traces; the agent has no name.
+        "openai_v2_chat": [react(Variant(agent=None))],
+        # Content off (the default): nothing links the three calls, nothing to map.
+        "openai_v2_chat_no_content": [],
+        "util_genai_agent": [react(Variant())],
+        # The function call is dropped from the Responses output: the hand-off step is named after
+        # its target, without arguments.
+        "agents_otel_responses": [handoff(Variant(handoff_action="handoff to researcher",
+                                                  handoff_arguments=None))],
+        "agents_otel_chat": [handoff(Variant())],
+        "agents_otel_responses_reasoning_only": [handoff(Variant())],
+        "agents_otel_responses_no_content": [handoff(Variant(
+            question=nc, thoughts=(nc, nc), arguments=False, observations=False, answer=nc,
+            handoff_thought=nc, handoff_action="handoff to researcher", handoff_arguments=None,
+            session_question=nc, session_answer=nc))],
+        # A tool call without arguments ("{}") has no arguments attribute in OpenInference.
+        "agents_openinference_responses": [handoff(Variant(handoff_arguments=None))],
+        "agents_openinference_chat": [handoff(Variant(handoff_arguments=None))],
+        "agents_openinference_responses_genai": [handoff(Variant(handoff_arguments=None))],
+        "agents_openinference_responses_reasoning_only": [handoff(Variant(handoff_arguments=None))],
+        "agents_traceloop_responses": [handoff(Variant())],
+        # Chat Completions: no output messages at all; the outputs are read back from the next
+        # call's input, but the last call's (the final answer) is nowhere.
+        "agents_traceloop_chat": [handoff(Variant(answer=nc, session_answer=nc))],
+        # Reasoning items are dropped: the thought is simply not there (the output was recorded).
+        "agents_traceloop_responses_reasoning_only": [handoff(Variant(thoughts=(None, None),
+                                                                      handoff_thought=None))],
+        "langgraph_prebuilt": [react(Variant(agent="LangGraph"))],
+        "langgraph_prebuilt_genai": [react(Variant(agent="LangGraph"))],
+        "langchain_create_agent": [react(Variant())],
+        "langchain_create_agent_genai": [react(Variant())],
+        "langchain_create_agent_reasoning": [react(Variant())],
+        "smolagents_toolcalling": [react(Variant())],
+        "smolagents_toolcalling_genai": [react(Variant())],
+        # A Model subclass gets no LLM span: the thoughts are not in the trace.
+        "smolagents_toolcalling_subclass": [react(Variant(thoughts=(nc, nc)))],
+        # CodeAgent: the thought is the model's whole text, "Thought: ..." and the code.
+        "smolagents_code": [react(Variant(thoughts=code_thoughts))],
+        "rag_chain": [docrag(story.RAG_ANSWER)],
+        "rag_chain_genai": [docrag(story.RAG_ANSWER)],
+        "rag_agent": [react(Variant(tool_1_result=story.RAG_ANSWER,
+                                    tool_1_subtraces=(docrag(story.RAG_ANSWER),)))],
+    }
+    return known[name]
+
+
+def thought_matches(expected: str | None, actual: str | None) -> bool:
+    """A CodeAgent's thought is its whole text: the expected text is its start."""
+    if expected is None or actual is None or expected == actual:
+        return expected == actual
+    return expected.endswith("\n") and actual.startswith(expected)
+
+
+def normalized(chains: Sequence[Chain], reference: Sequence[Chain]) -> list[Chain]:
+    """``chains`` with each thought that :func:`thought_matches` its reference replaced by it
+    (so that a CodeAgent's code does not have to be spelled out)."""
+    out = []
+    for chain, ref in zip(chains, reference, strict=False):
+        steps = []
+        for step, ref_step in zip(chain.steps, ref.steps + (None,) * len(chain.steps), strict=False):
+            thought = step.thought
+            if ref_step is not None and thought_matches(ref_step.thought, thought):
+                thought = ref_step.thought
+            subs = normalized(step.subtraces, ref_step.subtraces) if ref_step else list(step.subtraces)
+            steps.append(Step(thought, step.action, step.arguments, step.observation, tuple(subs)))
+        out.append(Chain(chain.type, chain.question, chain.agent, tuple(steps), chain.answer, chain.chunks,
+                         tuple(normalized(chain.subtraces, ref.subtraces)), chain.delegated))
+    out += chains[len(reference):]
+    return out

@@ -1,0 +1,169 @@
+"""The real framework instrumentations, run offline (tests/interop), give the whole explainability
+chain: for every scenario and both profiles, the question, every thought / action / arguments /
+observation in order, the answer, the agent names, the delegation links and the sub-traces, as
+``otel-prov show`` reads them back; what an instrumentation does not record is marked, never made
+up (tests/interop/chain.py says, per scenario, what the story played and what is known missing).
+
+The spans come from the real packages each test session (the ``interop`` fixture runs each scenario
+once, in its own process, against a scripted model on 127.0.0.1); nothing here is hand-written.
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import rdflib
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
+from otel_prov import spans_to_dataset
+from otel_prov.cli import main
+from otel_prov.mapping.agents import map_agent_traces
+from otel_prov.model.profiles import PROFILES
+from tests.interop import story
+from tests.interop.chain import expected, mapped, normalized
+from tests.interop.runner import SCENARIOS, Captured, tree_text
+from tests.procs import Proc, start_serve
+from tests.test_strict import ONTOLOGY, _closure_errors
+
+PROV = rdflib.Namespace("http://www.w3.org/ns/prov#")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_whole_chain(interop: Captured, name: str, profile: str) -> None:
+    spans = interop.spans(name)
+    want = expected(name)
+    got = normalized(mapped(spans, profile), want)
+    assert got == want, (f"{name} ({profile}) maps to\n{pprint.pformat(got, width=120)}\n"
+                         f"expected\n{pprint.pformat(want, width=120)}\nspans:\n{tree_text(spans)}")
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_no_problems_and_nothing_left_waiting(interop: Captured, name: str) -> None:
+    """Every span of a finished run has its place: none waits, no reading problem."""
+    result = map_agent_traces(interop.spans(name), "seed")
+    assert (result.waiting, result.problems) == (0, [])
+
+
+def test_strict_profile_is_valid_prov(interop: Captured) -> None:
+    """The strict graphs of every scenario together: consistent with the PROV-O ontology (OWL-RL),
+    times in PROV-CONSTRAINTS' order, delegation as prov:actedOnBehalfOf."""
+    spans = [s for name in sorted(SCENARIOS) for s in interop.spans(name)]
+    ds = spans_to_dataset(spans, "strict")
+    ontology = rdflib.Dataset()
+    ontology.parse(ONTOLOGY, format="nquads")
+    assert _closure_errors(ds, [q[:3] for q in ontology.quads((None, None, None, None))]) == []
+    violations = ds.query("""
+        PREFIX prov: <http://www.w3.org/ns/prov#>
+        SELECT ?x WHERE { GRAPH ?g {
+          { ?x prov:startedAtTime ?s ; prov:endedAtTime ?e FILTER(?e < ?s) }
+          UNION
+          { ?x prov:wasGeneratedBy ?a ; prov:generatedAtTime ?t . ?a prov:startedAtTime ?s FILTER(?t < ?s) }
+          UNION
+          { ?x prov:wasDerivedFrom ?y ; prov:generatedAtTime ?t . ?y prov:generatedAtTime ?u FILTER(?t < ?u) }
+        } }""")
+    assert list(violations) == []
+    delegations = {(str(s), str(o)) for s, _, o, _ in ds.quads((None, PROV.actedOnBehalfOf, None, None))}
+    assert delegations == {("urn:otel-prov:agent:researcher", "urn:otel-prov:agent:triage")}
+
+
+# -- through a real `otel-prov serve`, in pieces, then `otel-prov show` ----------------------------------
+
+
+def _one_span_requests(request: ExportTraceServiceRequest) -> list[ExportTraceServiceRequest]:
+    """The request split into one request per span (resource and scope kept)."""
+    found = []
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                found.append(ExportTraceServiceRequest(resource_spans=[ResourceSpans(
+                    resource=rs.resource, scope_spans=[ScopeSpans(scope=ss.scope, spans=[span])])]))
+    return found
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.terminate(timeout=15)
+
+
+def test_served_in_pieces_and_shown(interop: Captured, tmp_path: Path, procs: list[Proc],
+                                    capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """A Collector delivers spans in any order, in pieces: the bare openai-v2 loop (three traces,
+    one conversation), the Agents SDK hand-off with content capture off, and the RAG agent, one span
+    per request, children first and the three runs interleaved, through a real ``otel-prov serve``;
+    ``otel-prov show`` then prints each whole chain, "(not captured)" where the spans said nothing."""
+    names = ["openai_v2_chat", "agents_otel_responses_no_content", "rag_agent"]
+    queues = [_one_span_requests(interop.request(n))[::-1] for n in names]
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
+    procs.append(serve)
+    with grpc.insecure_channel(f"127.0.0.1:{serve.grpc_port}") as channel:
+        export = trace_service_pb2_grpc.TraceServiceStub(channel).Export
+        while any(queues):
+            for queue in queues:
+                if queue:
+                    export(queue.pop(), timeout=30)
+    assert serve.terminate(timeout=30) == 0, serve.tail()
+    store = f"oxigraph:{tmp_path / 'store'}"
+
+    def show(iri: str) -> str:
+        assert main(["show", iri, "--store", store]) == 0
+        return capsysbinary.readouterr().out.decode("utf-8")
+
+    assert main(["list", "--store", store, "--format", "json"]) == 0
+    rows = json.loads(capsysbinary.readouterr().out)
+    assert len(rows) == 3
+    texts = [show(row["id"]) for row in rows]
+    (no_content,) = [t for t in texts if "Question: (not captured)" in t]
+    (rag,) = [t for t in texts if "Sub-trace (DocRAG" in t]
+    (chat,) = [t for t in texts if t not in (no_content, rag)]
+    for text in (chat, rag):
+        for needle in (f"Question: {story.QUESTION}", f"Thought: {story.THOUGHT_1}",
+                       f"Thought: {story.THOUGHT_2}", f"Observation: {story.TOOL_2_RESULT}",
+                       story.FINAL_ANSWER):
+            assert needle in text, text
+    assert "Chunks: doc-lyon, doc-paris" in rag
+    assert no_content.count("Question: (not captured)") == 2  # the session and its sub-agent
+    assert no_content.count("Thought: (not captured)") == 3
+    assert no_content.count("Arguments: (not captured)") == 2
+    assert no_content.count("Observation: (not captured)") == 2
+    assert no_content.count("(not captured)") == 2 + 3 + 2 + 2 + 2  # and the two answers
+    assert "Action: handoff to researcher" in no_content
+    assert "Agent: triage" in no_content and "Agent: researcher" in no_content
+
+
+def test_show_prints_every_step_of_each_chain(interop: Captured) -> None:
+    """The text ``otel-prov show`` prints for the hand-off run: the question, each step in order,
+    the sub-agent under the step that handed off to it, the answers."""
+    from otel_prov.mapping.mapper import TraceMapper
+    from otel_prov.model.quads import nquads
+    from otel_prov.read.reader import TraceReader
+    from otel_prov.render.text import trace_text
+    from otel_prov.stores.oxigraph import OxigraphStore
+
+    update = TraceMapper("seed").map(interop.spans("agents_openinference_responses"))
+    store = OxigraphStore(None)
+    store.add(nquads(update.add), len(update.add))
+    reader = TraceReader(store)
+    (row,) = reader.sessions()
+    text = trace_text(reader.trace(row.id)[0])
+    store.close()
+    order = [f"Question: {story.QUESTION}", "Agent: triage", f"Thought: {story.HANDOFF_THOUGHT}",
+             "Action: transfer_to_researcher", "Observation: researcher", "Agent: researcher",
+             f"Thought: {story.THOUGHT_1}", f"Action: {story.TOOL_1}", f"Observation: {story.TOOL_1_RESULT}",
+             f"Thought: {story.THOUGHT_2}", f"Action: {story.TOOL_2}", f"Observation: {story.TOOL_2_RESULT}",
+             story.FINAL_ANSWER, story.FINAL_ANSWER]
+    at = 0
+    for needle in order:
+        found = text.find(needle, at)
+        assert found >= 0, f"{needle!r} not after position {at} in\n{text}"
+        at = found + len(needle)
