@@ -2,7 +2,9 @@
 
 Sessions of the three flows are made by the real helper API, standard GenAI agent traces by the
 plain OpenTelemetry API (tests/strategies.py); both go through a real ``ProvSpanExporter`` (memory
-store, ``export()`` called directly, then ``force_flush``) and through ``spans_to_dataset``.
+store, ``export()`` called directly, then ``force_flush``) and through ``spans_to_dataset``.  The
+traces of the real framework instrumentations (tests/interop) go through the mapper the exporter and
+``otel-prov serve`` share, into a real store, several runs at once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from rdflib import RDF, URIRef
 
 from otel_prov import OTELPROV, PROFILES, TG, ProvSpanExporter, spans_to_dataset
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.model.quads import nquads
+from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
+from tests.interop.runner import SCENARIOS, Captured
 from tests.strategies import (
     AgentPlan,
     Chat,
@@ -169,3 +175,33 @@ def test_running_session_already_shows_question_and_finished_steps(
     last = URIRef(TG.Conclusion) if isinstance(plan, AgentPlan) else URIRef(TG.Synthesis)
     later = int(plan.answer is not None)
     assert len(typed(partial, last)) == len(typed(final, last)) - later
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_real_instrumentation_traces_any_delivery_same_graph(interop: Captured, data: st.DataObject) -> None:
+    """Up to three real runs together (a bare openai-v2 loop spans three traces: its conversation is
+    joined across batches), their spans split into batches, shuffled, repeated: the store ends with
+    the graph of all the spans mapped at once."""
+    names = data.draw(st.lists(st.sampled_from(sorted(SCENARIOS)), min_size=1, max_size=3, unique=True),
+                      label="scenarios")
+    profile = data.draw(st.sampled_from(PROFILES), label="profile")
+    spans = [s for name in names for s in interop.spans(name)]
+    schedule = data.draw(schedules(len(spans)), label="schedule")
+    whole, mapper = TraceMapper(profile).map(spans).add, TraceMapper(profile)
+    store, expected = OxigraphStore(None), OxigraphStore(None)
+    try:
+        expected.add(nquads(whole), len(whole))
+        for batch in schedule:
+            update = mapper.map([spans[i] for i in batch])
+            store.remove(update.remove)
+            store.add(nquads(update.add), len(update.add))
+        assert _quads(store) == _quads(expected)
+    finally:
+        store.close()
+        expected.close()
+
+
+def _quads(store: OxigraphStore) -> set[object]:
+    return set(store.inner.quads_for_pattern(None, None, None, None))
