@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,9 +193,10 @@ def to_message(obj: Any) -> Message | None:
     return msg
 
 
-def messages_of(value: Any) -> list[Message] | None:
+def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
     """Messages given as JSON text or a structured array (or one message, or LangChain's
-    ``{"messages": [...]}``), each in any format; None when the value holds no list of messages."""
+    ``{"messages": [...]}``), each in any format; None when the value holds no list of messages.
+    ``tail``: only what an input's readers need (:func:`_wanted`), read from the end."""
     data = loads(value)
     if isinstance(data, Mapping) and "messages" in data:
         data = data["messages"]
@@ -205,62 +206,128 @@ def messages_of(value: Any) -> list[Message] | None:
         data = [data]
     if not isinstance(data, (list, tuple)):
         return None
-    return [m for m in (to_message(item) for item in data) if m is not None]
+    if not tail:
+        return [m for m in (to_message(item) for item in data) if m is not None]
+    return _wanted([_raw_role(item) for item in data], lambda i: to_message(data[i]))
+
+
+def _raw_role(item: Any) -> str:
+    """The role of a message not read yet (as :func:`to_message` would find it)."""
+    if not isinstance(item, Mapping):
+        return ""
+    if item.get("lc") is not None and isinstance(item.get("kwargs"), Mapping):
+        ids = item.get("id")
+        cls = ids[-1] if isinstance(ids, (list, tuple)) and ids else ""
+        return role_of(item["kwargs"].get("type") or str(cls).removesuffix("Message").lower())
+    if isinstance(item.get("data"), Mapping) and isinstance(item.get("type"), str):
+        return role_of(item["data"].get("type") or item["type"])
+    kind = item.get("type")
+    if kind in ("reasoning", "function_call", "function_call_output") and "role" not in item:
+        return TOOL if kind == "function_call_output" else ASSISTANT
+    return role_of(item.get("role") if item.get("role") is not None else kind)
+
+
+def _wanted(roles: Sequence[str], read: Callable[[int], Message | None]) -> list[Message]:
+    """Of an input's messages (their roles known), read only those an input's readers need: the
+    tool results it ends with, the assistant messages before them (the previous output), and the
+    last user message with text (the question); in order."""
+    picked: list[Message] = []
+    i = len(roles) - 1
+    while i >= 0 and roles[i] == TOOL:
+        i -= 1
+    while i >= 0 and roles[i] == ASSISTANT:
+        i -= 1
+    for j in range(len(roles) - 1, i, -1):
+        message = read(j)
+        if message is not None:
+            picked.append(message)
+    for j in range(i, -1, -1):
+        if roles[j] != USER:
+            continue
+        message = read(j)
+        if message is not None and message.texts:
+            picked.append(message)
+            break
+    picked.reverse()
+    return picked
 
 
 _FLAT_INDEX = re.compile(r"(\d+)\.(.+)")
+"""``{i}.{rest}`` after a prefix (documents)."""
 _FLAT_CONTENT = re.compile(r"(?:message\.)?contents\.(\d+)\.message_content\.(type|text)")
 _FLAT_CALL = re.compile(
     r"(?:message\.)?tool_calls\.(\d+)\.(?:tool_call\.)?(?:function\.)?(id|name|arguments)")
 
 
-def flat_messages(attributes: Mapping[str, Any], prefix: str) -> list[Message] | None:
+FlatGroups = dict[str, dict[int, list[tuple[str, Any]]]]
+"""Flattened keys by prefix, then by index: ``{prefix: {i: [(rest of the key, value), ...]}}``."""
+
+
+def flat_groups(attributes: Mapping[str, Any], prefixes: Sequence[str]) -> FlatGroups:
+    """One pass over the attributes: the keys ``{prefix}{i}.{rest}`` of each prefix, by index."""
+    groups: FlatGroups = {p: {} for p in prefixes}
+    first = tuple(prefixes)
+    for key, value in attributes.items():
+        if key.startswith(first):
+            for prefix in prefixes:
+                if key.startswith(prefix):
+                    index, _, rest = key[len(prefix):].partition(".")
+                    if index.isdigit() and rest:
+                        groups[prefix].setdefault(int(index), []).append((rest, value))
+                    break
+    return groups
+
+
+def flat_messages(attributes: Mapping[str, Any] | FlatGroups, prefix: str,
+                  tail: bool = False) -> list[Message] | None:
     """Messages flattened into keys, ``{prefix}{i}.message.role`` / ``.content`` / ``.contents.{j}...``
     / ``.tool_calls.{k}.tool_call...`` (OpenInference) or ``{prefix}{i}.role`` / ``.content`` /
     ``.tool_calls.{k}.name`` (OpenLLMetry's ``gen_ai.prompt.`` / ``gen_ai.completion.``), in index
-    order (indices need not start at 0 or be contiguous); None when there is no such key."""
-    grouped: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        if not key.startswith(prefix):
-            continue
-        match = _FLAT_INDEX.fullmatch(key[len(prefix):])
-        if match:
-            grouped.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    order (indices need not start at 0 or be contiguous); None when there is no such key.  Reads
+    the attributes, or their :func:`flat_groups`.  ``tail``: as for :func:`messages_of`."""
+    grouped = (attributes[prefix] if isinstance(attributes.get(prefix), dict)
+               else flat_groups(attributes, [prefix])[prefix])
     if not grouped:
         return None
-    found = []
-    for index in sorted(grouped):
-        fields = grouped[index]
-        msg = Message(role_of(fields.get("message.role", fields.get("role"))))
-        contents: dict[int, dict[str, Any]] = {}
-        calls: dict[int, dict[str, Any]] = {}
-        for rest, value in fields.items():
+    indices = sorted(grouped)
+    if not tail:
+        return [_flat_message(dict(grouped[i])) for i in indices]
+    roles = [role_of(next((v for r, v in grouped[i] if r in ("message.role", "role")), None))
+             for i in indices]
+    return _wanted(roles, lambda n: _flat_message(dict(grouped[indices[n]])))
+
+
+def _flat_message(fields: Mapping[str, Any]) -> Message:
+    msg = Message(role_of(fields.get("message.role", fields.get("role"))))
+    contents: dict[int, dict[str, Any]] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    for rest, value in fields.items():
+        if "contents." in rest:
             found_content = _FLAT_CONTENT.fullmatch(rest)
             if found_content:
                 contents.setdefault(int(found_content.group(1)), {})[found_content.group(2)] = value
-                continue
+        elif "tool_calls." in rest:
             found_call = _FLAT_CALL.fullmatch(rest)
             if found_call:
                 calls.setdefault(int(found_call.group(1)), {})[found_call.group(2)] = value
-        text = fields.get("message.content", fields.get("content"))
-        if msg.role == TOOL:
-            result, _ = result_text(text)
-            if result is None and contents:
-                result = "\n".join(str(c.get("text")) for _, c in sorted(contents.items()) if c.get("text"))
-            if result is not None:
-                msg.responses.append((_id(fields.get("message.tool_call_id", fields.get("tool_call_id"))),
-                                      result))
-        elif contents:
-            for _, block in sorted(contents.items()):
-                _add_block(msg, {"type": block.get("type", "text"), "text": block.get("text")})
-        elif isinstance(text, str):
-            msg.texts.append(text)
-        for _, call in sorted(calls.items()):
-            request = _request(call.get("id"), call.get("name"), call.get("arguments"))
-            if request is not None:
-                msg.calls.append(request)
-        found.append(msg)
-    return found
+    text = fields.get("message.content", fields.get("content"))
+    if msg.role == TOOL:
+        result, _ = result_text(text)
+        if result is None and contents:
+            result = "\n".join(str(c.get("text")) for _, c in sorted(contents.items()) if c.get("text"))
+        if result is not None:
+            call_id = _id(fields.get("message.tool_call_id", fields.get("tool_call_id")))
+            msg.responses.append((call_id, result))
+    elif contents:
+        for _, block in sorted(contents.items()):
+            _add_block(msg, {"type": block.get("type", "text"), "text": block.get("text")})
+    elif isinstance(text, str):
+        msg.texts.append(text)
+    for _, call in sorted(calls.items()):
+        request = _request(call.get("id"), call.get("name"), call.get("arguments"))
+        if request is not None:
+            msg.calls.append(request)
+    return msg
 
 
 def last_text(messages: Sequence[Message], role: str) -> str | None:

@@ -149,8 +149,9 @@ class GenAIDialect:
         return messages
 
     def messages(self, span: SpanLike, output: bool, problems: list[str]) -> list[C.Message] | None:
-        """The input (or output) messages, from wherever this version of the conventions put them;
-        None when the span records none."""
+        """The input (from its last user message on: see :func:`.content.messages_of`) or output
+        messages, from wherever this version of the conventions put them; None when the span
+        records none."""
         key, old, event, prefix = (
             (OUTPUT_MESSAGES, COMPLETION, EVENT_COMPLETION, COMPLETION_PREFIX) if output
             else (INPUT_MESSAGES, PROMPT, EVENT_PROMPT, PROMPT_PREFIX))
@@ -159,12 +160,12 @@ class GenAIDialect:
                             (old, attrs.get(old)), (old, event_attr(span, event, old))):
             if value is None:
                 continue
-            messages = C.messages_of(value)
+            messages = C.messages_of(value, tail=not output)
             if messages is None:
                 problems.append(NOT_MESSAGES.format(key=name))
                 continue
             return self.clean(messages)
-        flat = C.flat_messages(attrs, prefix)
+        flat = C.flat_messages(attrs, prefix, tail=not output)
         return self.clean(flat) if flat is not None else None
 
     # -- readers ----------------------------------------------------------------------------------

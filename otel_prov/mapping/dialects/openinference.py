@@ -76,8 +76,10 @@ class OpenInferenceDialect(GenAIDialect):
     def role(self, span: SpanLike) -> Role:
         return _ROLES.get((string_attr(span, SPAN_KIND) or "").upper(), Role.OTHER)
 
-    def _messages(self, span: SpanLike, output: bool, problems: list[str]) -> list[C.Message] | None:
-        flat = C.flat_messages(span.attributes, OUTPUT_PREFIX if output else INPUT_PREFIX)
+    def _messages(self, span: SpanLike, output: bool, problems: list[str],
+                  groups: C.FlatGroups | None = None) -> list[C.Message] | None:
+        prefix = OUTPUT_PREFIX if output else INPUT_PREFIX
+        flat = C.flat_messages(groups if groups is not None else span.attributes, prefix, tail=not output)
         if flat is not None:
             return flat
         key = OUTPUT_MESSAGES if output else INPUT_MESSAGES
@@ -115,8 +117,9 @@ class OpenInferenceDialect(GenAIDialect):
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
         attrs = span.attributes
-        inputs = self._messages(span, False, problems)
-        outputs = self._messages(span, True, problems)
+        groups = C.flat_groups(attrs, (INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX))
+        inputs = self._messages(span, False, problems, groups)
+        outputs = self._messages(span, True, problems, groups)
         raw = attrs.get(OUTPUT_VALUE)
         generations = _generations(raw)
         if generations is not None:
@@ -130,7 +133,7 @@ class OpenInferenceDialect(GenAIDialect):
             outputs = C.messages_of(raw)
             if not outputs or not any(m.texts or m.reasoning or m.calls for m in outputs):
                 outputs = [C.Message(C.ASSISTANT, texts=[attr_text(raw) or ""])]
-        offered = TOOL_DEFINITIONS in attrs or any(k.startswith(TOOLS_PREFIX) for k in attrs)
+        offered = TOOL_DEFINITIONS in attrs or bool(groups[TOOLS_PREFIX])
         conversation = string_attr(span, CONVERSATION_ID) or string_attr(span, SESSION_ID)
         return llm_call_of(inputs, outputs, conversation, offered)
 
@@ -150,7 +153,10 @@ class OpenInferenceDialect(GenAIDialect):
 
 
 def _generations(value: Any) -> list[C.Message] | None:
-    """The messages of a LangChain LLM's ``output.value`` (``{"generations": [[{"message": ...}]]}``)."""
+    """The messages of a LangChain LLM's ``output.value`` (``{"generations": [[{"message": ...}]]}``),
+    read only when they hold reasoning (the flattened messages leave it out)."""
+    if isinstance(value, str) and not (value.startswith('{"generations"') and '"reasoning' in value):
+        return None  # not LangChain's, or no reasoning in it: not worth parsing
     parsed = C.loads(value)
     if not isinstance(parsed, Mapping) or not isinstance(parsed.get("generations"), (list, tuple)):
         return None
