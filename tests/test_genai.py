@@ -778,3 +778,116 @@ def test_odd_attribute_values_never_fail_the_mapping() -> None:
     assert objects(ds, "https://trustgraph.ai/ns/answer") == {"b'bytes'"}
     assert objects(ds, "https://trustgraph.ai/ns/arguments") == {'["a", 1]'}
     assert objects(ds, "https://trustgraph.ai/ns/observation") == {"3.5"}
+
+
+# -- where older conventions and other instrumentations put things --------------------------------------
+
+
+def test_messages_on_events_and_in_the_deprecated_attributes() -> None:
+    """The current conventions' event (gen_ai.client.inference.operation.details), the deprecated
+    gen_ai.content.prompt / gen_ai.content.completion events and the indexed gen_ai.prompt.{i} /
+    gen_ai.completion.{i} attributes (OpenLLMetry's) are read like gen_ai.input/output.messages --
+    through the SDK exporter's records and through OTLP."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from otel_prov.mapping.spans import records_from_otlp
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=FixedIds())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("old-conventions")
+    call = {"type": "tool_call", "id": "c1", "name": "look", "arguments": {"q": "x"}}
+    agent = {"gen_ai.operation.name": "invoke_agent"}
+    with tracer.start_as_current_span("invoke_agent old", attributes=agent):
+        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}) as chat:
+            chat.add_event("gen_ai.client.inference.operation.details", {
+                "gen_ai.input.messages": messages(("user", [text("from the event")])),
+                "gen_ai.output.messages": messages(("assistant", [text("thinking on an event"), call]))})
+        with tracer.start_as_current_span("execute_tool look", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "look",
+                "gen_ai.tool.call.id": "c1", "gen_ai.tool.call.arguments": '{"q": "x"}',
+                "gen_ai.tool.call.result": "seen"}):
+            pass
+        with tracer.start_as_current_span("chat m", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": "indexed question", "gen_ai.completion.0.role": "assistant",
+                "gen_ai.completion.0.content": "the indexed answer"}):
+            pass
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    for records in ([from_sdk(s) for s in spans], records_from_otlp(encode_spans(spans).resource_spans)[0]):
+        ds = spans_to_dataset(records)
+        assert objects(ds, "https://trustgraph.ai/ns/query") == {"from the event"}
+        assert objects(ds, "https://trustgraph.ai/ns/thought") == {"thinking on an event"}
+        assert objects(ds, "https://trustgraph.ai/ns/answer") == {"the indexed answer"}
+    deprecated = make(S("invoke_agent dep", 0, 10, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.prompt": messages(("user", [text("old prompt")])),
+        "gen_ai.completion": messages(("assistant", [text("old")]))}))
+    ds = spans_to_dataset(deprecated)
+    assert objects(ds, "https://trustgraph.ai/ns/query") == {"old prompt"}
+    assert objects(ds, "https://trustgraph.ai/ns/answer") == {"old"}
+
+
+def test_genai_retrieval_inside_a_tool_is_a_docrag_sub_trace_of_its_step() -> None:
+    docs = json.dumps([{"id": "c-1", "score": 0.9}, {"metadata": {"chunk_id": "c-2"}}, {"content": "no id"}])
+    spans = make(S("invoke_agent a", 0, 100, {"gen_ai.operation.name": "invoke_agent", "input.value": "q?"}, [
+        S("execute_tool search", 1, 50, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+            "gen_ai.tool.call.arguments": '{"q": "x"}', "gen_ai.tool.call.result": "found it"}, [
+            S("retrieval kb", 2, 10, {"gen_ai.operation.name": "retrieval",
+                                      "gen_ai.retrieval.query.text": "x",
+                                      "gen_ai.retrieval.documents": docs}),
+        ]),
+    ]))
+    sub = "urn:trustgraph:docrag:" + nested_agent_uuid(TRACE_ID, 3)
+    ds = spans_to_dataset(spans)
+    derived = {(str(s), str(o)) for s, _, o, _ in ds.quads(
+        (None, rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), None, None))}
+    assert (sub, f"{U}/i1") in derived
+    assert objects(ds, "https://trustgraph.ai/ns/selectedChunk") == {"c-1", "c-2", "0000000000000003/3"}
+    assert objects(ds, "https://trustgraph.ai/ns/chunkCount") == {"3"}
+    assert objects(ds, "https://trustgraph.ai/ns/content") == {"found it"}
+
+
+def test_calls_of_one_conversation_id_across_traces_are_one_session_whatever_the_order() -> None:
+    """Model calls outside any agent, in three traces, tied by gen_ai.conversation.id only (no tool
+    calls): one session; its IRI and graph do not depend on which trace arrives first."""
+    def call(n: int, question: str, answer: str) -> list[ReadableSpan]:
+        return make(S("chat m", 10 * n, 10 * n + 5, {
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "conv-9",
+            "gen_ai.input.messages": messages(("user", [text(question)])),
+            "gen_ai.output.messages": messages(("assistant", [text(answer)]))}, kind=SpanKind.CLIENT),
+            trace_id=TRACE_ID + n)
+    traces = [call(0, "first?", "one"), call(1, "second?", "two"), call(2, "third?", "three")]
+    first = "urn:trustgraph:agent:" + nested_agent_uuid(TRACE_ID, 1)
+    whole = spans_to_dataset([s for t in traces for s in t])
+    assert objects(whole, "https://trustgraph.ai/ns/query") == {"first?"}
+    assert objects(whole, "https://trustgraph.ai/ns/answer") == {"three"}
+    assert {str(s) for s, _, _, _ in whole.quads((None, rdflib.URIRef("https://trustgraph.ai/ns/query"),
+                                                  None, None))} == {first}
+    assert_isomorphic(whole, export(traces[::-1])[-1])
+    assert_isomorphic(whole, export([traces[1], traces[2] + traces[0]])[-1])
+
+
+def test_openllmetry_decorators_entity_input_and_output() -> None:
+    """OpenLLMetry's @workflow / @agent / @tool decorators: the content is in traceloop.entity.input /
+    output (JSON of the call's arguments and of its result)."""
+    spans = make(S("trip.workflow", 0, 100, {"traceloop.span.kind": "workflow",
+                                             "traceloop.workflow.name": "trip"}, [
+        S("planner.agent", 1, 99, {"traceloop.span.kind": "agent", "traceloop.entity.name": "planner",
+                                   "traceloop.entity.input": json.dumps({"args": ["Plan Rome"],
+                                                                         "kwargs": {}}),
+                                   "traceloop.entity.output": json.dumps("Go in May.")}, [
+            S("weather.tool", 2, 10, {"traceloop.span.kind": "tool", "traceloop.entity.name": "weather",
+                                      "traceloop.entity.input": json.dumps({"args": [],
+                                                                            "kwargs": {"city": "Rome"}}),
+                                      "traceloop.entity.output": json.dumps("mild")}),
+        ]),
+    ]))
+    ds = spans_to_dataset(spans)
+    assert objects(ds, "https://trustgraph.ai/ns/query") == {"Plan Rome"}
+    assert objects(ds, "https://trustgraph.ai/ns/answer") == {"Go in May."}
+    assert objects(ds, "https://trustgraph.ai/ns/action") == {"weather"}
+    assert objects(ds, "https://trustgraph.ai/ns/arguments") == {'{"city": "Rome"}'}
+    assert objects(ds, "https://trustgraph.ai/ns/observation") == {"mild"}
+    assert objects(ds, "https://w3id.org/otel-prov/ns#agentName") == {"planner"}

@@ -13,6 +13,9 @@ and decorators (``workflow``, ``agent``, ``tool``, ``handoff``, ``task``), next 
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from ..spans import SpanLike
 from . import Agent, Role, ToolCall
 from . import content as C
@@ -58,8 +61,8 @@ class TraceloopDialect(GenAIDialect):
 
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
         found = super().agent(span, problems)
-        question = found.question or io_text(span.attributes.get(ENTITY_INPUT), C.USER)
-        answer = found.answer or io_text(span.attributes.get(ENTITY_OUTPUT), C.ASSISTANT)
+        question = found.question or _input_text(span.attributes.get(ENTITY_INPUT))
+        answer = found.answer or io_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)), C.ASSISTANT)
         captured = found.captured or ENTITY_INPUT in span.attributes or ENTITY_OUTPUT in span.attributes
         return Agent(found.name, question, answer, True, captured)
 
@@ -71,7 +74,7 @@ class TraceloopDialect(GenAIDialect):
         if found.captured:
             return found
         arguments, bare = C.arguments(span.attributes.get(ENTITY_INPUT))
-        result, call_id = C.result_text(span.attributes.get(ENTITY_OUTPUT))
+        result, call_id = C.result_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)))
         name = found.name.removesuffix(".tool")
         return ToolCall(name, arguments, bare, (), result, call_id, None,
                         arguments is not None or bare is not None or result is not None)
@@ -79,6 +82,29 @@ class TraceloopDialect(GenAIDialect):
     def tool_name(self, span: SpanLike) -> str:
         name = super().tool_name(span)
         return name.removesuffix(".tool") if name == span.name else name
+
+
+def _input_text(value: Any) -> str | None:
+    """The decorators' input (``{"args": [...], "kwargs": {...}}``) as the question: its one string
+    argument, else the text :func:`.genai.io_text` finds."""
+    arguments, bare = C.arguments(value)
+    if bare is not None:
+        return bare
+    parsed = C.loads(arguments)
+    if isinstance(parsed, dict) and len(parsed) == 1 and isinstance(next(iter(parsed.values())), str):
+        return str(next(iter(parsed.values())))
+    return io_text(value, C.USER)
+
+
+def _unquoted(value: Any) -> Any:
+    """The decorators write a result as JSON: a string result is a JSON string."""
+    if isinstance(value, str) and value.startswith('"'):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, str) else value
+    return value
 
 
 TRACELOOP = TraceloopDialect()
