@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import attributes as A
 from ..model.iris import (
@@ -57,6 +57,7 @@ from ..model.profiles import STRICT, check_profile
 from ..model.terms import iri, literal, uuid_from_trace_id
 from ..model.vocab import NT
 from .dialects import Agent, LLMCall, Request, Retrieval, ToolCall
+from .dialects.content import dumps, loads
 from .flows import Mapped, is_ours, map_span
 from .spans import SpanLike, SpanRecord, SpanView
 from .tree import Place, Read, SpanTree, trace_view
@@ -83,24 +84,32 @@ class AgentsMapped(Mapped):
     """Model calls outside any agent: calls of chat conversations (:mod:`.conversations`)."""
 
 
-def agent_of(view: SpanView) -> Agent:
+_T = TypeVar("_T")
+
+
+def _read(view: SpanView, kind: type[_T], default: _T) -> _T:
+    """What the view's dialect read of its span, if of ``kind``; else ``default``."""
     data = view.info.data if isinstance(view.info, Read) else None
-    return data if isinstance(data, Agent) else Agent(None, None, None, False, False)
+    return data if isinstance(data, kind) else default
+
+
+def agent_of(view: SpanView) -> Agent:
+    return _read(view, Agent, Agent(None, None, None, False, False))
 
 
 def tool_of(view: SpanView) -> ToolCall:
-    data = view.info.data if isinstance(view.info, Read) else None
-    return data if isinstance(data, ToolCall) else ToolCall(view.name, captured=False)
+    return _read(view, ToolCall, ToolCall(view.name, captured=False))
 
 
 def llm_of(view: SpanView) -> LLMCall:
-    data = view.info.data if isinstance(view.info, Read) else None
-    return data if isinstance(data, LLMCall) else LLMCall()
+    return _read(view, LLMCall, _NO_CALL)
 
 
 def retrieval_of(view: SpanView) -> Retrieval:
-    data = view.info.data if isinstance(view.info, Read) else None
-    return data if isinstance(data, Retrieval) else Retrieval(None, None)
+    return _read(view, Retrieval, Retrieval(None, None))
+
+
+_NO_CALL = LLMCall()
 
 
 def _key(span: SpanLike) -> tuple[int, int]:
@@ -111,8 +120,8 @@ def _key(span: SpanLike) -> tuple[int, int]:
 
 
 @dataclass
-class Step:
-    """An Analysis to write: the span it comes from and what it records (None: absent)."""
+class Analysis:
+    """An Analysis node to write: the span it comes from and what it records (None: absent)."""
 
     span: SpanLike
     action: str
@@ -193,7 +202,7 @@ def _same_call(call: ToolCall, request: Request) -> bool:
 
 
 def tool_step(tool: SpanView, matched: tuple[SpanView, Request | None] | None, calls: Calls,
-              handoff_target: str | None = None) -> Step:
+              handoff_target: str | None = None) -> Analysis:
     """The Analysis of one tool span, its thought and arguments completed from the model call that
     requested it."""
     call = tool_of(tool)
@@ -202,7 +211,7 @@ def tool_step(tool: SpanView, matched: tuple[SpanView, Request | None] | None, c
     if arguments is None and request is not None and request.arguments is not None:
         arguments = request.arguments
     if arguments is None and call.bare_argument is not None:
-        arguments = _named(call, request)
+        arguments = _named(call.bare_argument, call, request)
     action = call.name
     result = call.result
     if call.handoff is not None:
@@ -219,21 +228,18 @@ def tool_step(tool: SpanView, matched: tuple[SpanView, Request | None] | None, c
         missing.append(ARGUMENTS)
     if result is None and not call.captured:
         missing.append(OBSERVATION)
-    return Step(tool, action, thought, arguments, result, tuple(missing))
+    return Analysis(tool, action, thought, arguments, result, tuple(missing))
 
 
-def _named(call: ToolCall, request: Request | None) -> str:
+def _named(bare: str, call: ToolCall, request: Request | None) -> str:
     """A bare-string argument as JSON: named after the tool's one parameter when known."""
-    from .dialects.content import dumps, loads
-
-    assert call.bare_argument is not None
     if request is not None and request.arguments is not None:
         parsed = loads(request.arguments)
         if isinstance(parsed, dict) and len(parsed) == 1:
-            return dumps({next(iter(parsed)): call.bare_argument})
+            return dumps({next(iter(parsed)): bare})
     if len(call.parameters) == 1:
-        return dumps({call.parameters[0]: call.bare_argument})
-    return dumps(call.bare_argument)
+        return dumps({call.parameters[0]: bare})
+    return dumps(bare)
 
 
 # -- the writer -----------------------------------------------------------------------------------------
@@ -265,7 +271,7 @@ class Writer:
         for name in names:
             self.result.quads.append((iri(node), NT.notCaptured, literal(name), NT.graph))
 
-    def step(self, uuid: str, number: int, step: Step, common: dict[str, Any]) -> None:
+    def step(self, uuid: str, number: int, step: Analysis, common: dict[str, Any]) -> None:
         """Analysis ``number`` of the session ``uuid``."""
         attrs: dict[str, Any] = {A.FLOW: A.FLOW_AGENT, A.STEP: A.STEP_ANALYSIS, A.ITERATION: number,
                                  A.ACTION: step.action, **common}
@@ -372,8 +378,6 @@ class Run:
 
 
 def _final_answer(call: ToolCall) -> str | None:
-    from .dialects.content import loads
-
     parsed = loads(call.arguments) if call.arguments else None
     if isinstance(parsed, dict) and len(parsed) == 1:
         value = next(iter(parsed.values()))

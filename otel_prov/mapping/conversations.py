@@ -36,7 +36,7 @@ from typing import Any
 from .. import attributes as A
 from ..model.iris import conclusion_iri, nested_agent_uuid
 from ..model.quads import Quad
-from .agents import ANSWER, OBSERVATION, THOUGHT, AgentsMapped, Step, Writer, llm_of
+from .agents import ANSWER, OBSERVATION, THOUGHT, AgentsMapped, Analysis, Writer, llm_of
 from .spans import SpanView
 
 CallId = tuple[int, int]
@@ -102,7 +102,7 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
         for request_id, text in llm_of(call).results:
             if request_id:
                 answered.setdefault(request_id, (text, call))
-    steps: list[Step] = []
+    steps: list[Analysis] = []
     for call in calls:
         found = llm_of(call)
         for request in found.requests:
@@ -110,7 +110,7 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
             missing = [] if found.output_captured else [THOUGHT]
             if result_of is None:
                 missing.append(OBSERVATION)
-            steps.append(Step(call, request.name, found.thought if found.output_captured else None,
+            steps.append(Analysis(call, request.name, found.thought if found.output_captured else None,
                               request.arguments, result_of[0] if result_of else None, tuple(missing),
                               result_of[1].start_ns if result_of else call.end_ns))
     extra: dict[str, Any] = {A.ITERATION: len(steps)}

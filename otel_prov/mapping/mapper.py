@@ -1,21 +1,25 @@
 """The incremental per-trace mapper: the mapping with the little state it needs, the span trees of
-framework ("GenAI") traces.  One per exporter or receiver (:mod:`otel_prov.ingest`).
+framework ("GenAI") traces and the chat conversations across them.  One per exporter or receiver
+(:mod:`otel_prov.ingest`).
 
 Spans with our attributes are mapped one at a time by the pure :func:`.flows.map_span`.
-Framework agent traces (an agent span with tool-call descendants, no ``otel_prov.*`` attributes)
-need their tree to find each tool call's agent and number the steps, and a tree arrives in pieces,
-children first, over many batches.  So every span is remembered per trace -- the agent and tool
-spans with the attributes the mapping reads, every other span as a skeleton (ids, parent, name,
-start) -- and a trace's graph is recomputed (by the pure :func:`.agents.map_agent_traces`) when a
-span arrives that can change it.  The update
-removes what is no longer true and adds what is new, so the store always holds the graph of the
-spans seen so far, whatever their order, grouping and repetition.
+Framework traces (no ``otel_prov.*`` attributes) need their tree to find each tool call's agent and
+the model call that requested it, and to number the steps, and a tree arrives in pieces, children
+first, over many batches.  So every span is remembered per trace -- a framework span the mapping
+needs with what its dialect read of it (read once, on arrival), every other span as a skeleton (ids,
+parent, name, start) -- and a trace's graph is recomputed (by the pure :func:`.agents.trace_mapped`)
+when a span arrives that can change it.  Model calls outside any agent are handed to
+:class:`.conversations.Conversations`, which maps each chat conversation again, once per batch, when
+its calls change (a conversation spans traces).  The update removes what is no longer true and adds
+what is new, so the store always holds the graph of the spans seen so far, whatever their order,
+grouping and repetition.
 
 Memory is bounded (:data:`MAX_TRACES`, :data:`MAX_SPANS`, :data:`MAX_SPANS_PER_TRACE`,
 :data:`MAX_BYTES`).  Past a bound the least recently updated trace is forgotten -- traces without
-agent or tool spans first.  Its quads stay in the store; a GenAI trace that is forgotten is
-remembered as such (its later spans are not mapped, so a half-known tree never rewrites a correct
-graph), and forgetting one whose spans still waited for their parents is reported as a problem.
+framework spans first.  Its quads stay in the store; a GenAI trace that is forgotten is remembered as
+such (its later spans are not mapped, so a half-known tree never rewrites a correct graph), its
+conversations are frozen, and forgetting one whose spans still waited for their parents is reported
+as a problem.
 """
 
 from __future__ import annotations

@@ -182,7 +182,8 @@ def to_message(obj: Any) -> Message | None:
     elif isinstance(content, (list, tuple)):
         for block in content:
             _add_block(msg, block)
-    for call in obj.get("tool_calls") or ():
+    calls = obj.get("tool_calls")
+    for call in calls if isinstance(calls, (list, tuple)) else ():
         if not isinstance(call, Mapping):
             continue
         function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call

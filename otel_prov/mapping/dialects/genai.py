@@ -33,7 +33,6 @@ TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
-SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 RETRIEVAL_QUERY = "gen_ai.retrieval.query.text"
 RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
 # Deprecated, still emitted: the whole prompt / completion as JSON, or flattened per message.
@@ -81,12 +80,6 @@ def event_attr(span: SpanLike, event: str, key: str) -> Any:
         if name == event and key in attributes:
             return attributes[key]
     return None
-
-
-def plain_text(value: Any) -> str | None:
-    """An ``input.value`` / ``output.value`` as clean text: a string as it is, a JSON list of
-    messages as its last user (input) or assistant (output) text -- see :func:`io_text`."""
-    return attr_text(value)
 
 
 def io_text(value: Any, role: str) -> str | None:
