@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import pprint
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -29,8 +28,8 @@ from otel_prov.model.profiles import PROFILES
 from tests.interop import story
 from tests.interop.chain import expected, mapped, normalized
 from tests.interop.runner import SCENARIOS, Captured, tree_text
-from tests.procs import Proc, start_serve
-from tests.test_strict import ONTOLOGY, _closure_errors
+from tests.procs import start_serve
+from tests.test_strict import ONTOLOGY, _closure_errors, time_order_violations
 
 PROV = rdflib.Namespace("http://www.w3.org/ns/prov#")
 
@@ -60,16 +59,7 @@ def test_strict_profile_is_valid_prov(interop: Captured) -> None:
     ontology = rdflib.Dataset()
     ontology.parse(ONTOLOGY, format="nquads")
     assert _closure_errors(ds, [q[:3] for q in ontology.quads((None, None, None, None))]) == []
-    violations = ds.query("""
-        PREFIX prov: <http://www.w3.org/ns/prov#>
-        SELECT ?x WHERE { GRAPH ?g {
-          { ?x prov:startedAtTime ?s ; prov:endedAtTime ?e FILTER(?e < ?s) }
-          UNION
-          { ?x prov:wasGeneratedBy ?a ; prov:generatedAtTime ?t . ?a prov:startedAtTime ?s FILTER(?t < ?s) }
-          UNION
-          { ?x prov:wasDerivedFrom ?y ; prov:generatedAtTime ?t . ?y prov:generatedAtTime ?u FILTER(?t < ?u) }
-        } }""")
-    assert list(violations) == []
+    assert time_order_violations(ds) == []
     delegations = {(str(s), str(o)) for s, _, o, _ in ds.quads((None, PROV.actedOnBehalfOf, None, None))}
     assert delegations == {("urn:otel-prov:agent:researcher", "urn:otel-prov:agent:triage")}
 
@@ -88,15 +78,7 @@ def _one_span_requests(request: ExportTraceServiceRequest) -> list[ExportTraceSe
     return found
 
 
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        proc.terminate(timeout=15)
-
-
-def test_served_in_pieces_and_shown(interop: Captured, tmp_path: Path, procs: list[Proc],
+def test_served_in_pieces_and_shown(interop: Captured, tmp_path: Path,
                                     capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     """A Collector delivers spans in any order, in pieces: the bare openai-v2 loop (three traces,
     one conversation), the Agents SDK hand-off with content capture off, and the RAG agent, one span
@@ -105,14 +87,16 @@ def test_served_in_pieces_and_shown(interop: Captured, tmp_path: Path, procs: li
     names = ["openai_v2_chat", "agents_otel_responses_no_content", "rag_agent"]
     queues = [_one_span_requests(interop.request(n))[::-1] for n in names]
     serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
-    procs.append(serve)
-    with grpc.insecure_channel(f"127.0.0.1:{serve.grpc_port}") as channel:
-        export = trace_service_pb2_grpc.TraceServiceStub(channel).Export
-        while any(queues):
-            for queue in queues:
-                if queue:
-                    export(queue.pop(), timeout=30)
-    assert serve.terminate(timeout=30) == 0, serve.tail()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{serve.grpc_port}") as channel:
+            export = trace_service_pb2_grpc.TraceServiceStub(channel).Export
+            while any(queues):
+                for queue in queues:
+                    if queue:
+                        export(queue.pop(), timeout=30)
+    finally:
+        code = serve.terminate(timeout=30)
+    assert code == 0, serve.tail()
     store = f"oxigraph:{tmp_path / 'store'}"
 
     def show(iri: str) -> str:
