@@ -151,3 +151,34 @@ def test_show_prints_every_step_of_each_chain(interop: Captured) -> None:
         found = text.find(needle, at)
         assert found >= 0, f"{needle!r} not after position {at} in\n{text}"
         at = found + len(needle)
+
+
+def test_web_view_marks_what_was_not_captured(interop: Captured, tmp_path: Path) -> None:
+    """The web view's session page says "(not captured)" where ``otel-prov show`` does, and names
+    the agents."""
+    import requests
+
+    from otel_prov.mapping.mapper import TraceMapper
+    from otel_prov.model.quads import nquads
+    from otel_prov.settings import UiSettings
+    from otel_prov.stores import parse_store
+    from otel_prov.stores.oxigraph import OxigraphStore
+    from otel_prov.web import session_url
+    from tests.webdata import serve
+
+    update = TraceMapper("seed").map(interop.spans("agents_otel_responses_no_content"))
+    store = OxigraphStore(tmp_path / "store")
+    store.add(nquads(update.add), len(update.add))
+    session = next(s for s, p, _, _ in update.add if p == "<https://trustgraph.ai/ns/query>"
+                   and not any(q[0] == s and q[1] == "<http://www.w3.org/ns/prov#wasDerivedFrom>"
+                               for q in update.add))[1:-1]
+    store.close()
+    running = serve(UiSettings(store=parse_store(str(tmp_path / "store")), port=0))
+    try:
+        page = requests.get(running.url + session_url(session), timeout=30).text
+    finally:
+        running.stop()
+    assert '<p class="text question" id="question">(not captured)</p>' in page
+    assert '<p class="text question">(not captured)</p>' in page  # the sub-agent's
+    assert page.count('<dd class="none">(not captured)</dd>') == 3 + 2 + 2  # thoughts, arguments, results
+    assert "<dt>Agent</dt><dd>triage</dd>" in page
