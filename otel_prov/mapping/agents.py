@@ -59,6 +59,7 @@ from ..model.vocab import NT
 from .dialects import Agent, LLMCall, Request, Retrieval, ToolCall
 from .dialects.content import dumps, loads
 from .flows import Mapped, is_ours, map_span
+from .limits import ValueTooLarge
 from .spans import SpanLike, SpanRecord, SpanView
 from .tree import Place, Read, SpanTree, trace_view
 
@@ -82,6 +83,8 @@ class AgentsMapped(Mapped):
     """Spans taken as roots because their parent is remote and has not arrived (it may)."""
     free_calls: list[SpanView] = field(default_factory=list)
     """Model calls outside any agent: calls of chat conversations (:mod:`.conversations`)."""
+    too_large: dict[int, str] = field(default_factory=dict)
+    """Spans (by span id) whose node was left out: a value too large for the store (:mod:`.limits`)."""
 
 
 _T = TypeVar("_T")
@@ -249,14 +252,15 @@ class Writer:
     """Writes nodes as the ``otel_prov`` spans they stand for, plus the markers only framework
     traces need (``otelprov:notCaptured``)."""
 
-    def __init__(self, profile: str, result: Mapped) -> None:
+    def __init__(self, profile: str, result: AgentsMapped) -> None:
         self.profile = profile
         self.strict = profile == STRICT
         self.result = result
 
     def emit(self, span: SpanLike, attrs: dict[str, Any], end_ns: int | None = None,
-             start_ns: int | None = None) -> None:
-        """Maps ``span`` as the ``otel_prov`` span it stands for: same ids, times and status."""
+             start_ns: int | None = None) -> bool:
+        """Maps ``span`` as the ``otel_prov`` span it stands for: same ids, times and status.  False
+        (nothing written, the span noted in ``too_large``) if a value is too large for the store."""
         ours = SpanRecord(trace_id=span.trace_id, span_id=span.span_id, name=span.name,
                           start_ns=span.start_ns if start_ns is None else start_ns,
                           end_ns=span.end_ns if end_ns is None else end_ns, attributes=attrs,
@@ -266,6 +270,8 @@ class Writer:
             map_span(ours, self.profile, self.result)
         except ValueTooLarge as exc:
             self.result.too_large[span.span_id] = str(exc)
+            return False
+        return True
 
     def not_captured(self, node: str, names: Sequence[str]) -> None:
         for name in names:
@@ -281,21 +287,26 @@ class Writer:
                            (A.OBSERVATION, step.observation)):
             if value is not None:
                 attrs[key] = value
-        self.emit(step.span, attrs, step.end_ns)
-        self.not_captured(analysis_iri(uuid, number), step.missing)
+        if self.emit(step.span, attrs, step.end_ns):
+            self.not_captured(analysis_iri(uuid, number), step.missing)
 
     def session(self, span: SpanLike, flow: str, uuid: str, query: str | None, derived: str | None,
-                extra: dict[str, Any], end_ns: int | None = None, start_ns: int | None = None) -> str:
+                extra: dict[str, Any], end_ns: int | None = None, start_ns: int | None = None,
+                answer_missing: bool = False) -> str:
         """A session's Question (and, for an agent with :data:`A.ANSWER` in ``extra``, its
-        Conclusion); ``derived``: the node it derives from (a step, or a Question)."""
+        Conclusion, marked not captured with ``answer_missing``); ``derived``: the node it derives
+        from (a step, or a Question)."""
         attrs: dict[str, Any] = {A.FLOW: flow, A.STEP: A.STEP_SESSION, A.QUESTION: query or "", **extra}
         if uuid != uuid_from_trace_id(span.trace_id):
             attrs[A.SESSION_ID] = uuid
         from_question = derived is not None and is_question_iri(derived)
         if derived and not (from_question and self.strict):
             attrs[A.DERIVED_FROM] = derived
-        self.emit(span, attrs, end_ns, start_ns)
         question = question_iri(flow, uuid)
+        if not self.emit(span, attrs, end_ns, start_ns):
+            return question
+        if flow == A.FLOW_AGENT and extra.get(A.ANSWER) == "" and answer_missing:
+            self.not_captured(conclusion_iri(uuid), [ANSWER])
         if derived and from_question and self.strict:
             # Strict: the enclosing session's activity generated this Question (map_span links a
             # step's activity, ``{step}/activity``; a session's activity is ``{question}/session``).
@@ -533,9 +544,7 @@ class _TraceRuns:
         extra: dict[str, Any] = {A.ITERATION: len(run.tools), **self._common(run)}
         if finished or answer is not None:
             extra[A.ANSWER] = answer or ""
-        writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra)
-        if A.ANSWER in extra and answer is None:
-            writer.not_captured(conclusion_iri(run.uuid), [ANSWER])
+        writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra, answer_missing=answer is None)
         if self.strict and delegator is not None and delegator.name and run.name \
                 and delegator.name != run.name:
             # PROV's delegation: the agent handed off to acted on behalf of the one handing off.
@@ -593,16 +602,14 @@ class _TraceRuns:
             attrs[A.SESSION_ID] = uuid
         if found.chunks is not None:
             attrs[A.CHUNK_IDS] = list(found.chunks)
-        self.writer.emit(span, attrs)
-        if found.chunks is None:
+        if self.writer.emit(span, attrs) and found.chunks is None:
             self.writer.not_captured(exploration_iri(A.FLOW_DOC_RAG, uuid), [CHUNKS])
 
     def _synthesis(self, uuid: str, span: SpanLike, content: str | None) -> None:
         attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_SYNTHESIS, A.CONTENT: content or ""}
         if uuid != uuid_from_trace_id(span.trace_id):
             attrs[A.SESSION_ID] = uuid
-        self.writer.emit(span, attrs)
-        if content is None:
+        if self.writer.emit(span, attrs) and content is None:
             self.writer.not_captured(synthesis_iri(A.FLOW_DOC_RAG, uuid), [CONTENT])
 
 

@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import attributes as A
-from ..model.iris import conclusion_iri, nested_agent_uuid
+from ..model.iris import nested_agent_uuid
 from ..model.quads import Quad
-from .agents import ANSWER, OBSERVATION, THOUGHT, AgentsMapped, Analysis, Writer, llm_of
+from .agents import OBSERVATION, THOUGHT, AgentsMapped, Analysis, Writer, llm_of
 from .spans import SpanView
 
 CallId = tuple[int, int]
 """(trace id, span id) of a model call."""
+LEFT_OUT = "span of a GenAI trace left out: {reason}"
 LATE_CALL = ("model call of a conversation already forgotten (mapper memory bound reached): "
              "not mapped")
 
@@ -118,9 +119,8 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
     if not llm_of(last).requests:
         answer = llm_of(last).text
         extra[A.ANSWER] = answer or ""
-    writer.session(first, A.FLOW_AGENT, uuid, llm_of(first).question, None, extra, end_ns=last.end_ns)
-    if A.ANSWER in extra and answer is None:
-        writer.not_captured(conclusion_iri(uuid), [ANSWER])
+    writer.session(first, A.FLOW_AGENT, uuid, llm_of(first).question, None, extra, end_ns=last.end_ns,
+                   answer_missing=answer is None)
     for number, step in enumerate(steps, 1):
         writer.step(uuid, number, step, {})
 
@@ -234,6 +234,7 @@ class Conversations:
             result = AgentsMapped()
             map_conversation(calls, profile, result)
             problems.extend(result.problems)
+            problems.extend(LEFT_OUT.format(reason=r) for r in result.too_large.values())
             new_quads[root] = frozenset(result.quads)
             new_members[root] = set(members)
         before = frozenset().union(*(self._quads.get(r, frozenset()) for r in old_roots))

@@ -34,7 +34,7 @@ from typing import Any
 from ..model.profiles import check_profile
 from ..model.quads import Quad
 from .agents import AgentsMapped, trace_mapped
-from .conversations import Conversations
+from .conversations import LEFT_OUT, Conversations
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
 from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
@@ -131,6 +131,8 @@ class TraceMapper:
         limit = self.max_attribute_bytes
         for rec in records:
             too_large = oversized(rec.name, rec.attributes, rec.status_message, limit)
+            for _, event in rec.events if too_large is None else ():  # the GenAI events kept: read too
+                too_large = too_large or oversized("", event, "", limit)
             if too_large is not None:  # it could never be stored: rejected before it is remembered
                 failed.append((rec, too_large))
                 continue
@@ -221,7 +223,7 @@ class TraceMapper:
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
         # span taken as a root because its (remote) parent was missing.
         if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
-            self._recompute(trace_id, trace, update, touched)
+            self._recompute(trace_id, trace, update, touched, recs)
         update.waiting += trace.waiting
 
     def _touch(self, trace_id: int) -> _TraceState:
@@ -234,10 +236,17 @@ class TraceMapper:
         return trace
 
     def _recompute(self, trace_id: int, trace: _TraceState, update: Update,
-                   touched: set[tuple[int, int]]) -> None:
+                   touched: set[tuple[int, int]], recs: list[SpanRecord]) -> None:
         try:
             result = AgentsMapped()
             trace_mapped(list(trace.nodes.values()), self.profile, result)
+            if result.too_large:
+                # Those spans can never be stored: they become skeletons (kept for the tree's
+                # shape, never mapped again), the batch's are rejected, and the trace is mapped
+                # without them.
+                self._reject_too_large(trace, result.too_large, update, recs)
+                result = AgentsMapped()
+                trace_mapped(list(trace.nodes.values()), self.profile, result)
             touched |= self._conversations.set_calls(trace_id, result.free_calls, update.problems)
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
             self._mapping_failed(update)
@@ -252,6 +261,21 @@ class TraceMapper:
         counts = Counter(result.problems)
         update.problems.extend((counts - trace.problems).elements())
         trace.problems |= counts
+
+    @staticmethod
+    def _reject_too_large(trace: _TraceState, too_large: dict[int, str], update: Update,
+                          recs: list[SpanRecord]) -> None:
+        in_batch = {rec.span_id: rec for rec in recs}
+        for span_id, reason in too_large.items():
+            view = trace.nodes[span_id]
+            trace.nodes[span_id] = skeleton(view)._replace(name="")  # no role by its name either
+            trace.relevant -= 1
+            rec = in_batch.get(span_id)
+            if rec is not None:
+                update.failed.append((rec, reason))
+                update.mapped -= 1
+            else:
+                update.problems.append(LEFT_OUT.format(reason=reason))
 
     def _remap_conversations(self, touched: set[tuple[int, int]], update: Update) -> None:
         """The chat conversations the batch changed, mapped again once (their calls may span

@@ -140,6 +140,8 @@ def from_otlp(span: Any, problems: list[str] | None = None) -> SpanRecord:
         message = span.status.message or _exception_message(
             (ev.name, {kv.key: any_value(kv.value, cut=cut) for kv in ev.attributes}) for ev in span.events
         )
+    events = tuple((ev.name, {kv.key: any_value(kv.value, cut=cut) for kv in ev.attributes})
+                   for ev in span.events if ev.name.startswith(EVENT_PREFIX)) if span.events else ()
     if cut and problems is not None:
         problems.append(TOO_DEEP)
     return SpanRecord(
@@ -153,8 +155,7 @@ def from_otlp(span: Any, problems: list[str] | None = None) -> SpanRecord:
         attributes=attributes,
         error=error,
         status_message=message,
-        events=tuple((ev.name, {kv.key: any_value(kv.value) for kv in ev.attributes}) for ev in span.events
-                     if ev.name.startswith(EVENT_PREFIX)) if span.events else (),
+        events=events,
     )
 
 

@@ -104,10 +104,10 @@ def trace_view(span: SpanLike, problems: list[str] | None = None) -> tuple[SpanV
         return span, view_kind(span)
     if is_ours(span):
         kept = {key: span.attributes[key] for key in _OUR_KEYS if span.attributes.get(key) is not None}
-        return _skeleton(span, kept), Kind.OURS
+        return skeleton(span, kept), Kind.OURS
     read = _read(span, problems if problems is not None else [])
     if read is None:
-        return _skeleton(span, _EMPTY), Kind.OTHER
+        return skeleton(span), Kind.OTHER
     view = SpanView(span.trace_id, span.span_id, span.name, span.start_ns, span.end_ns, _EMPTY,
                     span.parent_id, span.parent_remote, span.error, span.status_message, read)
     return view, view_kind(view)
