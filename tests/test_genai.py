@@ -891,3 +891,33 @@ def test_openllmetry_decorators_entity_input_and_output() -> None:
     assert objects(ds, "https://trustgraph.ai/ns/arguments") == {'{"city": "Rome"}'}
     assert objects(ds, "https://trustgraph.ai/ns/observation") == {"mild"}
     assert objects(ds, "https://w3id.org/otel-prov/ns#agentName") == {"planner"}
+
+
+def test_a_conversation_update_that_never_reached_the_store_is_rewritten_whole() -> None:
+    """An update may not reach the store (``TraceMapper.unstored``): the next mapping of the
+    conversation it rewrote -- the retried request -- says everything, so the store ends right."""
+    def call(n: int, requests: list[str], results: list[str]) -> list[SpanRecord]:
+        output = [text(f"thinking {n}")] + [{"type": "tool_call", "id": r, "name": "look", "arguments": {}}
+                                           for r in requests]
+        inputs = [("user", [text("the question")])]
+        inputs += [("tool", [{"type": "tool_call_response", "id": r, "response": f"seen {r}"}])
+                   for r in results]
+        return [from_sdk(s) for s in make(S("chat m", 10 * n, 10 * n + 5, {
+            "gen_ai.operation.name": "chat", "gen_ai.input.messages": messages(*inputs),
+            "gen_ai.output.messages": messages(("assistant", output))}, kind=SpanKind.CLIENT),
+            trace_id=TRACE_ID + n)]
+    traces = [call(0, ["c1"], []), call(1, ["c2"], ["c1"]), call(2, [], ["c2"])]
+    whole = set(TraceMapper("seed").map([s for t in traces for s in t]).add)
+    mapper, store = TraceMapper("seed"), set()
+
+    def apply(update: Any) -> None:
+        store.difference_update(update.remove)
+        store.update(update.add)
+
+    apply(mapper.map(traces[0]))
+    lost = mapper.map(traces[1])
+    assert lost.remove  # the first call's conversation is rewritten: its quads then were removed
+    mapper.unstored(lost)  # ... but that update never got to the store
+    apply(mapper.map(traces[1]))  # the retry
+    apply(mapper.map(traces[2]))
+    assert store == whole

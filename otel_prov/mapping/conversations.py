@@ -141,6 +141,16 @@ class Conversations:
     _quads: dict[CallId, frozenset[Quad]] = field(default_factory=dict)
     _members: dict[CallId, set[CallId]] = field(default_factory=dict)
     _forgotten: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    _unsure: dict[CallId, frozenset[Quad]] = field(default_factory=dict)
+    """Conversations (by first call) an update of which may not have reached the store: every quad
+    the store may hold of them.  Their next mapping rewrites them whole."""
+
+    def unstored(self, rewritten: dict[CallId, frozenset[Quad]]) -> None:
+        """An update that rewrote these conversations (their quads before it) may not have reached
+        the store: their next mapping (a retried request, or a new call) says everything."""
+        for root, before in rewritten.items():
+            if root in self._quads:
+                self._unsure[root] = self._unsure.get(root, frozenset()) | before | self._quads[root]
 
     def set_calls(self, trace_id: int, free: Sequence[SpanView], problems: list[str]) -> set[CallId]:
         """Sets the free calls of one trace; returns the calls whose conversations must be mapped
@@ -175,7 +185,9 @@ class Conversations:
                 continue
             root = self._root_of.get(cid)
             members = self._members.pop(root, {cid}) if root is not None else {cid}
-            self._quads.pop(root, None) if root is not None else None
+            if root is not None:
+                self._quads.pop(root, None)
+                self._unsure.pop(root, None)
             for member in members | {cid}:
                 call = self.calls.get(member)
                 if call is not None:
@@ -215,9 +227,11 @@ class Conversations:
                         frontier.append(other)
         return found
 
-    def remap(self, touched: set[CallId], profile: str, problems: list[str]) -> tuple[list[Quad], list[Quad]]:
+    def remap(self, touched: set[CallId], profile: str, problems: list[str]
+              ) -> tuple[list[Quad], list[Quad], dict[CallId, frozenset[Quad]]]:
         """Maps again the conversations of the ``touched`` calls (and of the calls that left them);
-        returns the quads to add and to remove."""
+        returns the quads to add and to remove, and (by first call) the quads of each conversation
+        mapped before (:meth:`unstored`)."""
         starts = {cid for cid in touched if cid in self.calls}
         seen: set[CallId] = set()
         old_roots = {self._root_of[c] for c in touched if c in self._root_of}
@@ -239,6 +253,7 @@ class Conversations:
             new_members[root] = set(members)
         before = frozenset().union(*(self._quads.get(r, frozenset()) for r in old_roots))
         after = frozenset().union(*new_quads.values())
+        unsure = frozenset().union(*(self._unsure.pop(r, frozenset()) for r in old_roots))
         for root in old_roots:
             self._quads.pop(root, None)
             for member in self._members.pop(root, set()):
@@ -248,4 +263,7 @@ class Conversations:
             self._members[root] = new_members[root]
             for member in new_members[root]:
                 self._root_of[member] = root
-        return sorted(after - before), sorted(before - after)
+        rewritten = {root: before for root in new_quads}
+        if unsure:  # the store may hold any of these: say everything
+            return sorted(after), sorted((before | unsure) - after), rewritten
+        return sorted(after - before), sorted(before - after), rewritten

@@ -82,6 +82,8 @@ class Update:
     rewritten: dict[int, frozenset[Quad]] = field(default_factory=dict)
     """Framework traces whose graph this update rewrites, with the quads the mapper took to be in
     the store before (what :meth:`TraceMapper.unstored` needs if the update never gets there)."""
+    rewritten_conversations: dict[tuple[int, int], frozenset[Quad]] = field(default_factory=dict)
+    """The same for the chat conversations it rewrites (by their first call)."""
 
 
 @dataclass
@@ -169,6 +171,7 @@ class TraceMapper:
                 if trace is None:  # forgotten meanwhile: its quads stay as they are
                     continue
                 trace.unsure = (trace.unsure or frozenset()) | before | trace.quads
+            self._conversations.unstored(update.rewritten_conversations)
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -222,7 +225,8 @@ class TraceMapper:
             self._genai[trace_id] = self._plain.pop(trace_id)
         # A skeleton can change the graph only by filling a gap: under a waiting span, or above a
         # span taken as a root because its (remote) parent was missing.
-        if new_relevant or (new_structure and (trace.waiting or trace.remote_roots)):
+        if new_relevant or trace.unsure is not None or (
+                new_structure and (trace.waiting or trace.remote_roots)):
             self._recompute(trace_id, trace, update, touched, recs)
         update.waiting += trace.waiting
 
@@ -252,8 +256,14 @@ class TraceMapper:
             self._mapping_failed(update)
             return
         new = frozenset(result.quads)
-        update.remove.extend(trace.quads - new)
-        update.add.extend(new - trace.quads)
+        update.rewritten.setdefault(trace_id, trace.quads)
+        if trace.unsure is not None:  # the store may hold any of these: say everything
+            update.remove.extend((trace.quads | trace.unsure) - new)
+            update.add.extend(new)
+            trace.unsure = None
+        else:
+            update.remove.extend(trace.quads - new)
+            update.add.extend(new - trace.quads)
         trace.quads = new
         trace.waiting = result.waiting
         trace.remote_roots = result.remote_roots
@@ -281,12 +291,13 @@ class TraceMapper:
         """The chat conversations the batch changed, mapped again once (their calls may span
         several traces of the batch)."""
         try:
-            add, remove = self._conversations.remap(touched, self.profile, update.problems)
+            add, remove, before = self._conversations.remap(touched, self.profile, update.problems)
         except Exception:
             self._mapping_failed(update)
             return
         update.remove.extend(remove)
         update.add.extend(add)
+        update.rewritten_conversations.update(before)
 
     def _mapping_failed(self, update: Update) -> None:
         if not self._failed:
