@@ -182,7 +182,7 @@ def test_jaeger_ui_and_back(page: Any, tmp_path: Path, shots: Path) -> None:
         listed = requests.get(stack.ui + "/api/sessions", params={"type": "agent"}, timeout=30)
         rows = listed.json()["sessions"]
         agent = rows[0]
-        trace_id = agent["trace_id"]
+        trace_id = agent["traceId"]
         spans = stack.trace_in_jaeger(trace_id)["spans"]
         assert len(spans) > 5
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pyoxigraph
 import pytest
 import rdflib
@@ -36,6 +37,9 @@ from otel_prov.examples.react_agent import (
 from otel_prov.examples.tools import knowledge_graph
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
 from otel_prov.read.reader import TraceReader
+from otel_prov.render import LIST_FORMATS, TRACE_FORMATS
+from otel_prov.render.rdf import EXPORT_FORMATS
+from otel_prov.render.results import RESULT_FORMATS
 from otel_prov.stores import open_for_reading, parse_store
 from tests.graphs import assert_isomorphic
 
@@ -161,11 +165,11 @@ def test_list_table_newest_first_without_subtraces(filled: Filled, capsysbinary:
 def test_list_json_filters(filled: Filled, capsysbinary: Any) -> None:
     r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json")
     rows = json.loads(r.out)
-    assert {"id", "type", "question", "time", "trace_id", "collection", "status"} <= set(rows[0])
+    assert {"id", "type", "question", "time", "traceId", "collection", "status"} <= set(rows[0])
     assert {row["type"] for row in rows} == {"Agent", "GraphRAG", "DocRAG"}
     agent = next(row for row in rows if row["id"] == filled.agent.explain_id)
     assert agent["question"] == filled.agent.question
-    assert agent["trace_id"] == filled.agent.trace_id
+    assert agent["traceId"] == filled.agent.trace_id
     assert agent["status"] == "complete"
 
     r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--type", "agent")
@@ -310,13 +314,49 @@ def test_show_a_step_iri_shows_its_session(filled: Filled, capsysbinary: Any) ->
     assert r.out.splitlines()[0] == f"=== Agent Session: {filled.agent.explain_id} ==="
 
 
+SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schema"
+
+
+def test_json_follows_the_documented_schemas(filled: Filled, capsysbinary: Any) -> None:
+    """list and show JSON (every session, failed and unfinished ones, sub-traces, a Jaeger link) match
+    docs/schema/, whose trace and selected-edge objects allow no other key: one key style."""
+    sessions = json.loads((SCHEMAS / "sessions.schema.json").read_text())
+    trace = json.loads((SCHEMAS / "trace.schema.json").read_text())
+    for schema in (sessions, trace):
+        jsonschema.Draft202012Validator.check_schema(schema)
+    rows = json.loads(cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json").out)
+    jsonschema.validate(rows, sessions)
+    assert {row["status"] for row in rows} == {"complete", "unfinished", "error"}
+    for row in rows:
+        shown = json.loads(cli(capsysbinary, "show", row["id"], "--store", str(filled.path), "--format",
+                               "json", "--jaeger-url", "http://127.0.0.1:16686").out)
+        jsonschema.validate(shown, trace)
+        assert shown["jaegerUrl"] == f"http://127.0.0.1:16686/trace/{row['traceId']}"
+    bad = {**rows[0], "trace_id": rows[0]["traceId"]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([bad], sessions)
+
+
+def test_every_output_ends_with_a_newline(filled: Filled, capsysbinary: Any) -> None:
+    store = str(filled.path)
+    runs = [("list", "--format", f) for f in LIST_FORMATS]
+    runs += [("show", filled.agent.explain_id, "--format", f) for f in TRACE_FORMATS]
+    runs += [("export", "--format", f) for f in EXPORT_FORMATS]
+    runs += [("query", q, "--format", f) for f in RESULT_FORMATS
+             for q in ("SELECT ?q WHERE { ?q tg:query ?t }", "ASK { ?q tg:query ?t }",
+                       "CONSTRUCT { ?q tg:query ?t } WHERE { ?q tg:query ?t }")]
+    for argv in runs:
+        out = cli(capsysbinary, *argv, "--store", store).out
+        assert out.endswith("\n") and not out.endswith("\n\n\n"), argv
+
+
 def test_show_json(filled: Filled, capsysbinary: Any) -> None:
     agent = filled.agent
     r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "json")
     data = json.loads(r.out)
     assert (data["id"], data["type"], data["question"], data["status"]) == (
         agent.explain_id, "Agent", agent.question, "complete")
-    assert data["trace_id"] == agent.trace_id
+    assert data["traceId"] == agent.trace_id
     analyses = [s for s in data["steps"] if s["kind"] == "Analysis"]
     assert [s["number"] for s in analyses] == list(range(1, len(agent.turns) + 2))
     for step, turn in zip(analyses, agent.turns, strict=False):
@@ -419,7 +459,7 @@ def test_show_unknown_step_type_is_shown(tmp_path: Path, capsysbinary: Any) -> N
     r = cli(capsysbinary, "show", q, "--store", str(store_path))
     lines = r.out.splitlines()
     assert lines[0] == f"=== Agent Session: {q} ==="
-    assert lines[2:4] == ["Question: Plan a trip", "Time: 2026-01-02T03:04:05Z"]
+    assert lines[2:4] == ["Question: Plan a trip", "Time: 2026-01-02T03:04:05.000000000Z"]
     assert _section(lines, "--- Plan ---") == [f"  Node: {q}/plan", "  planStep: book a train", ""]
     assert _section(lines, "--- Analysis 1 ---")[:2] == ["  Thought: first, the train", "  Action: book"]
     assert lines[-2:] == ["--- Unfinished ---", "No Conclusion recorded: the session is still running, "
@@ -526,6 +566,16 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
             "--store", str(filled.path))
     one_error_line(r, "SPARQL syntax error at line 4, column")
     store = str(filled.path)
+    # What a person types wrong, said in their words: no character classes, no "expected CONSTRUCT".
+    for query, says in (
+            ("SELECT ?x WHERE { ?x foo:bar ?y }", "undeclared prefix 'foo:' at line 1, column 29"),
+            ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", "updates are not allowed here (INSERT)"),
+            ("PREFIX x: <urn:x#>\nDELETE WHERE { ?s ?p ?o }", "updates are not allowed here (DELETE)"),
+            ("SELEC ?x WHERE { }", "a query starts with SELECT, ASK, CONSTRUCT, DESCRIBE"),
+            ("", "the query is empty")):
+        r = cli(capsysbinary, "query", query, "--store", store)
+        one_error_line(r, says)
+        assert "\\u{" not in r.err and "CONSTRUCT" not in r.err.replace("SELECT, ASK, CONSTRUCT", "")
     one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "none.rq"), "--store", store),
                    f"cannot read {tmp_path / 'none.rq'}")
     (tmp_path / "bin.rq").write_bytes(b"\xff\xfe\x00")

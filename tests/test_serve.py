@@ -41,8 +41,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_prov import agent_session, spans_to_dataset
 from otel_prov.mapping import mapper as _mapper
 from otel_prov.mapping.flows import map_spans
-from otel_prov.mapping.spans import SpanRecord, from_otlp
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import SpanRecord, from_otlp, from_sdk
 from otel_prov.model.quads import nquads
+from otel_prov.model.terms import isoformat_ns
 from otel_prov.serve.grpc_transport import RETRY_INFO_TRAILER, STATUS_DETAILS_TRAILER
 from otel_prov.serve.receiver import Receiver
 from otel_prov.serve.server import Server
@@ -135,6 +137,15 @@ def stub(port: int, **options: Any) -> tuple[grpc.Channel, trace_service_pb2_grp
     return channel, trace_service_pb2_grpc.TraceServiceStub(channel)
 
 
+def export_over_grpc(server: Server, spans: list[ReadableSpan]) -> None:
+    """The spans sent with the real OTLP gRPC exporter; they must be acknowledged."""
+    exporter = GrpcExporter(endpoint=server.grpc_address, insecure=True, timeout=10)
+    try:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+
+
 def stored(server: Server) -> Any:
     return server.receiver.store.to_dataset()
 
@@ -167,13 +178,26 @@ def assert_retry_trailers(err: grpc.RpcError, seconds: int) -> None:
 def test_grpc_export_stores_the_same_graph_as_the_sdk_exporter(make_server: Make) -> None:
     server = make_server()
     spans = agent_spans(2)
-    exporter = GrpcExporter(endpoint=server.grpc_address, insecure=True, timeout=10)
-    try:
-        assert exporter.export(spans) is SpanExportResult.SUCCESS
-    finally:
-        exporter.shutdown()
+    export_over_grpc(server, spans)
     assert_isomorphic(spans_to_dataset(spans), stored(server))
     assert server.receiver.stats.spans_acknowledged == len(spans)
+
+
+def test_the_same_span_gives_the_same_literals_through_serve_as_in_process(make_server: Make) -> None:
+    """N-Quads compared as text (rdflib's isomorphism would cut times to microseconds): every
+    xsd:dateTime keeps its nanoseconds, in the canonical form, on both paths."""
+    server = make_server()
+    spans = agent_spans(3)
+    export_over_grpc(server, spans)
+    in_process = {" ".join(q) for q in TraceMapper("seed").map([from_sdk(s) for s in spans]).add}
+    store = server.receiver.store
+    assert isinstance(store, OxigraphStore)
+    served = {str(q) for q in store.inner}  # N-Quads terms, as the mapping writes them
+    assert served == in_process
+    times = {o for q in in_process for o in [q.split(" ", 2)[2]] if "dateTime" in o}
+    stamps = {span.start_time for span in spans} | {span.end_time for span in spans}
+    assert any(stamp % 10 for stamp in stamps)  # nanoseconds that a microsecond cut would lose
+    assert {isoformat_ns(stamp) for stamp in stamps} >= {t.split('"')[1] for t in times}
 
 
 def test_http_protobuf_export(make_server: Make) -> None:

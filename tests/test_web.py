@@ -253,7 +253,7 @@ def test_trace_id_resolves_to_its_session(view: str, recorded: Recorded) -> None
         # the sub-trace shares the trace id: the top-level session is the one shown
         assert r.headers["location"] == session_url(recorded.agent.explain_id)
     api = get(view + f"/api/trace/{recorded.graph.trace_id}").json()
-    assert api == {"trace_id": recorded.graph.trace_id, "session": recorded.graph.explain_id,
+    assert api == {"traceId": recorded.graph.trace_id, "session": recorded.graph.explain_id,
                    "url": session_url(recorded.graph.explain_id)}
 
 
@@ -283,7 +283,13 @@ def test_sparql_page_and_api(view: str, recorded: Recorded) -> None:
     assert api.json()["head"]["vars"] == ["q", "text"]
     assert len(api.json()["results"]["bindings"]) == 8
     bad = get(view + "/sparql", params={"query": "SELEC nothing"})
-    assert bad.status_code == 400 and "SPARQL syntax error" in bad.text
+    assert bad.status_code == 400 and "a query starts with SELECT" in bad.text
+    bad = get(view + "/sparql", params={"query": "SELECT ?x WHERE { ?x ?p }"})
+    assert bad.status_code == 400 and "SPARQL syntax error at line 1, column 26" in bad.text
+    bad = get(view + "/sparql", params={"query": "SELECT ?x WHERE { ?x foo:bar ?y }"})
+    assert bad.status_code == 400 and "undeclared prefix &#39;foo:&#39;" in bad.text
+    bad = get(view + "/sparql", params={"query": "INSERT DATA { <urn:a> <urn:b> <urn:c> }"})
+    assert bad.status_code == 400 and "updates are not allowed here" in bad.text
     assert get(view + "/api/sparql", params={"query": "SELEC"}).status_code == 400
     ask = get(view + "/api/sparql", params={"query": "ASK { ?s tg:query ?q }"}).json()
     assert ask["boolean"] is True

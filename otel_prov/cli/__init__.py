@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", help=f"collection the sessions are recorded in "
                    f"({settings.COLLECTION.env}; default 'default')")
     p.add_argument("--profile",
-                   help=f"mapping profile: seed or strict ({settings.PROFILE.env}; default seed)")
+                   help=f"mapping profile: {serve.PROFILE_CHOICES} ({settings.PROFILE.env}; default seed)")
     p.add_argument("--jaeger-url",
                    help=f"Jaeger UI base URL for the trace links ({settings.JAEGER_URL.env})")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the list, not each trace")

@@ -4,7 +4,6 @@ to read (never create one) through its read protocol, and print what the rendere
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from .. import settings
 from ..errors import StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.model import TYPES, TraceNotFound
+from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import LIST_FORMATS, Shown, render_trace
 from ..render.rdf import write_quads
@@ -26,7 +26,6 @@ from .common import CliError, Reading, check_iri, option, write
 
 T = TypeVar("T")
 
-_SYNTAX_AT = re.compile(r"error at (\d+):(\d+):\s*")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -148,33 +147,19 @@ DEFAULT_QUERY_TIMEOUT = 60.0
 
 def cmd_query(args: argparse.Namespace) -> int:
     text = _read_query(args)
-    if not args.allow_service and uses_service(text):
-        raise CliError("the query uses SERVICE, which sends queries to other servers over the network; "
-                       "pass --allow-service to let it")
+    try:
+        check_query(text, allow_service=args.allow_service)
+    except QueryRefused as exc:
+        raise CliError(str(exc)) from None
     with Reading(args) as store:
         try:
             result = run_with_timeout(lambda: store.run_query(text), args.timeout)
         except SyntaxError as exc:
-            raise CliError(f"SPARQL syntax error {syntax_message(exc)}") from exc
+            raise CliError(syntax_message(text, str(exc))) from None
         except StoreError as exc:
             raise CliError(str(exc)) from exc
     write(render_result(result, args.format), args.output)
     return 0
-
-
-_NOT_CODE = re.compile("|".join((
-    r"#[^\n]*",  # a comment
-    r'<[^<>"{}|^`\\\s]*>',  # an IRI
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""', r"'''(?:[^'\\]|\\.|'(?!''))*'''",  # long strings
-    r'"(?:[^"\\\n]|\\.)*"', r"'(?:[^'\\\n]|\\.)*'",  # strings
-)))
-_SERVICE = re.compile(r"(?<![\w?$:.-])SERVICE(?![\w:-])", re.IGNORECASE)
-
-
-def uses_service(sparql: str) -> bool:
-    """Whether a query has the ``SERVICE`` keyword (outside comments, strings and IRIs; not a
-    variable or a prefixed name)."""
-    return _SERVICE.search(_NOT_CODE.sub(" ", sparql)) is not None
 
 
 def _without_frames(exc: BaseException) -> BaseException:
@@ -213,12 +198,3 @@ def run_with_timeout(work: Callable[[], T], timeout: float) -> T:
     if not ok:
         raise value
     return cast(T, value)
-
-
-def syntax_message(exc: SyntaxError) -> str:
-    """Where a SPARQL syntax error is, and what it is, in one line."""
-    message = str(exc)
-    where = _SYNTAX_AT.match(message)
-    if where:
-        message = f"at line {where.group(1)}, column {where.group(2)}: {message[where.end():]}"
-    return message

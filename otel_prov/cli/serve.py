@@ -21,16 +21,17 @@ from typing import Any
 
 from .. import settings
 from ..errors import ProvError
-from ..serve.server import Server
 
 logger = logging.getLogger(__name__)
 
 HELP = "receive OTLP traces (gRPC and HTTP) and store their explainability graph"
+PROFILE_CHOICES = "seed (the spec's triples) or strict (valid PROV-O)"
+DESCRIPTION = "Receive OTLP traces (gRPC and HTTP) and store their explainability graph"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``serve`` to an argparse subparsers object; the parser's default ``func`` runs it."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=HELP + (
+    parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=DESCRIPTION + (
         ". Every option falls back to the environment variable named in its help, then the default."))
     configure(parser)
     return parser
@@ -50,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
     (settings.STORE, "'oxigraph:PATH', a path, or 'memory:'", "$XDG_DATA_HOME/otel-prov/store"),
-    (settings.PROFILE, "mapping profile: seed or strict", "seed"),
+    (settings.PROFILE, f"mapping profile: {PROFILE_CHOICES}", "seed"),
     (settings.SERVE_HOST, "address to bind", f"{settings.DEFAULT_HOST}: loopback only"),
     (settings.SERVE_GRPC_PORT, "OTLP/gRPC port, 0 = any free, 'off'", settings.DEFAULT_GRPC_PORT),
     (settings.SERVE_HTTP_PORT, "OTLP/HTTP port, 0 = any free, 'off'", settings.DEFAULT_HTTP_PORT),
@@ -86,10 +87,16 @@ def run(args: argparse.Namespace) -> int:
         )
         stop = threading.Event()
         _on_signals(stop)
+        from ..serve.server import Server  # grpcio, uvicorn: only when serving
+
         server = Server(config)
     except (ProvError, OSError) as exc:
         print(f"otel-prov serve: {exc}", file=sys.stderr)
         return 1
+    if stop.is_set():  # SIGINT / SIGTERM while starting: nothing was acknowledged yet
+        server.stop(0)
+        print("otel-prov serve: interrupted while starting", file=sys.stderr)
+        return 130
     parts = [f"grpc={server.grpc_address}" if server.grpc_address else "grpc=off",
              f"http={server.http_address}" if server.http_address else "http=off",
              f"store={config.store}"]
@@ -135,7 +142,7 @@ def _configure_logging(level: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m otel_prov.cli.serve`` (the same as ``otel-prov serve``)."""
-    parser = argparse.ArgumentParser(prog="otel-prov serve", description=HELP)
+    parser = argparse.ArgumentParser(prog="otel-prov serve", description=DESCRIPTION)
     configure(parser)
     return run(parser.parse_args(argv))
 

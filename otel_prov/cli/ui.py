@@ -9,7 +9,6 @@ import threading
 from typing import Any
 
 from .. import settings
-from ..web import create_app, runner
 from .common import CliError
 
 HELP = "serve a read-only web view of the store (sessions, steps, pictures, SPARQL, JSON API)"
@@ -64,6 +63,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def serve_view(config: settings.UiSettings, stop: threading.Event | None = None) -> int:
     """Serve the view until ``stop`` is set, or SIGINT / SIGTERM (from the main thread)."""
     try:
+        from ..web import create_app, runner  # Starlette, uvicorn: only when serving
+
         running = runner.start(create_app(config), config.host, config.port)
     except OSError as exc:
         raise CliError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from exc

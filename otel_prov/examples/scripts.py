@@ -76,7 +76,8 @@ def _run(argv: Sequence[str] | None, description: str, default_question: str, se
         print("no answer (the trace is recorded as unfinished)")
     else:
         print(f"answer: {result.answer}")
-    print(f"explain: otel-prov show {result.explain_id}")
+    kept = args.store and str(args.store).strip() not in ("memory:", "memory")
+    print(f"explain: otel-prov show {result.explain_id}" + (f" --store {args.store}" if kept else ""))
     if result.trace_id:
         print(f"trace id: {result.trace_id}")
     return 0

@@ -55,7 +55,7 @@ class SessionRow:
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "type": self.type, "question": self.question, "time": self.time,
-                "trace_id": self.trace_id, "collection": self.collection, "status": self.status}
+                "traceId": self.trace_id, "collection": self.collection, "status": self.status}
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """JSON: the sessions of ``otel-prov list --format json`` and one trace as ``otel-prov show --format
-json`` gives it (the read model as data)."""
+json`` gives it (the read model as data).  Keys are camelCase throughout, as the graph's own
+predicates (``traceId``, ``edgeCount``) and OTLP/JSON are; the schema is docs/schema/ (checked by
+the tests)."""
 
 from __future__ import annotations
 
@@ -28,11 +30,11 @@ def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
         "agent": trace.agent,
         "not_captured": trace.not_captured,
         "time": trace.time,
-        "trace_id": trace.trace_id,
-        "jaeger_url": jaeger_link(jaeger, trace.trace_id),
+        "traceId": trace.trace_id,
+        "jaegerUrl": jaeger_link(jaeger, trace.trace_id),
         "collection": trace.collection,
         "status": trace.status,
-        "derived_from": trace.derived_from,
+        "derivedFrom": trace.derived_from,
         "errors": trace.errors,
         "steps": [_step_dict(s, jaeger) for s in trace.steps],
         "subtraces": [trace_dict(s, jaeger) for s in trace.subtraces],

@@ -49,8 +49,8 @@ def triples_in_graph(triples: Iterable[TraceTriple], fmt: str) -> str:
     graph = pyoxigraph.NamedNode(GRAPH_RETRIEVAL)
     items = sorted((pyoxigraph.Quad(pyoxigraph.NamedNode(s), pyoxigraph.NamedNode(p), node(o), graph)
                     for s, p, o in triples), key=str)
-    data = pyoxigraph.serialize(items, format=EXPORT_FORMATS[fmt], prefixes=PREFIXES)
-    return (data or b"").decode("utf-8")
+    text = (pyoxigraph.serialize(items, format=EXPORT_FORMATS[fmt], prefixes=PREFIXES) or b"").decode()
+    return text if not text or text.endswith("\n") else text + "\n"  # JSON-LD ends without one
 
 
 def graph_text(triples: Iterable[Triple], *, turtle: bool) -> bytes:
@@ -70,3 +70,5 @@ def write_quads(quads: Iterable[QuadTerms], fmt: str, output: IO[bytes]) -> None
     else:
         items = (pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o, _ in quads)
     pyoxigraph.serialize(items, output, rdf_format, prefixes=PREFIXES)
+    if rdf_format == pyoxigraph.RdfFormat.JSON_LD:
+        output.write(b"\n")  # the only format pyoxigraph ends without a newline

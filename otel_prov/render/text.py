@@ -45,6 +45,17 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
+def shown_time(value: str | None) -> str:
+    """A time as text shows it: nanoseconds always written out (``...:06.100000000Z``), so a column
+    of times lines up; the graph holds the canonical literal, which drops trailing zeros."""
+    if not value:
+        return ""
+    head, dot, frac = value.removesuffix("Z").partition(".")
+    if not value.endswith("Z") or not frac.isdigit() and dot:
+        return value  # not the form otel-prov writes: shown as it is
+    return f"{head}.{frac.ljust(9, '0')}Z"
+
+
 def _cut(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -57,7 +68,7 @@ def session_table(rows: Sequence[SessionRow]) -> str:
         return EMPTY + "\n"
     header = ("Session ID", "Type", "Question", "Time")
     body = [(r.id, r.type if r.status == COMPLETE else f"{r.type} ({r.status})",
-             _cut(r.question, QUESTION_WIDTH), r.time or "") for r in rows]
+             _cut(r.question, QUESTION_WIDTH), shown_time(r.time)) for r in rows]
     return visible("\n".join(table_lines(header, body)) + "\n")
 
 
@@ -172,7 +183,7 @@ def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list
     if trace.agent:
         lines.append(f"Agent: {trace.agent}")
     if trace.time:
-        lines.append(f"Time: {trace.time}")
+        lines.append(f"Time: {shown_time(trace.time)}")
     if trace.trace_id:
         lines.append(f"Trace ID: {trace.trace_id}")
         link = jaeger_link(jaeger, trace.trace_id)

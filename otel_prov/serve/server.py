@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 
 from ..settings import ServeSettings
 from ..stores import open_for_writing
@@ -34,6 +35,7 @@ class Server:
     def __init__(self, settings: ServeSettings, receiver: Receiver | None = None, *,
                  http_limits: HttpLimits | None = None) -> None:
         self.settings = settings
+        check_ports_free(settings)
         self.receiver = receiver or open_receiver(settings)
         self.grpc: GrpcTransport | None = None
         self.http: HttpTransport | None = None
@@ -72,3 +74,23 @@ class Server:
             logger.error("otel-prov serve: requests still in flight after %.1f s of draining", timeout)
         stored = self.receiver.close()
         return drained and stored
+
+
+def check_ports_free(settings: ServeSettings) -> None:
+    """An :class:`OSError` naming the port, the option that set it and what to do, when a port
+    serve is told to use is taken -- before anything starts (grpcio would log its own line first,
+    and one transport would be up while the other fails)."""
+    for name, port, option in (("gRPC", settings.grpc_port, "--grpc-port / OTEL_PROV_SERVE_GRPC_PORT"),
+                               ("HTTP", settings.http_port, "--http-port / OTEL_PROV_SERVE_HTTP_PORT")):
+        if not port:  # off, or any free port
+            continue
+        host = settings.host.strip("[]")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                raise OSError(f"cannot listen for {name} on {settings.address(port)}: "
+                              f"{exc.strerror or exc} ({option}: choose another port, or stop what "
+                              f"uses it; 0 picks a free one)") from None

@@ -41,6 +41,7 @@ from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
 from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep
+from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import TRACE_FORMATS, Shown, render_trace
 from ..render.data import session_dicts, trace_dict
@@ -280,12 +281,16 @@ class View:
             iri = self._session_of_trace(trace_id)
         except (TraceNotFound, StoreNotFound) as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
-        return JSONResponse({"trace_id": trace_id.lower(), "session": iri, "url": session_url(iri)})
+        return JSONResponse({"traceId": trace_id.lower(), "session": iri, "url": session_url(iri)})
 
     # -- SPARQL -----------------------------------------------------------------------------------
 
     def _run(self, text: str) -> tuple[QueryResult | None, bool, str | None, int]:
         """The query's result (rows cut at the row limit), whether it was cut, an error, a status."""
+        try:
+            check_query(text)
+        except QueryRefused as exc:
+            return None, False, str(exc), 400
         if not self.queries.acquire(blocking=False):
             return None, False, f"{MAX_QUERIES} queries are still running: try again later", 503
         done = threading.Event()
@@ -307,7 +312,7 @@ class View:
                                  "(--query-timeout)"), 504
         error = outcome.get("error")
         if isinstance(error, SyntaxError):
-            return None, False, f"SPARQL syntax error: {error}", 400
+            return None, False, syntax_message(text, str(error)), 400
         if isinstance(error, StoreNotFound):
             return None, False, str(error), 404
         if isinstance(error, StoreError):

@@ -1,0 +1,95 @@
+"""A user's SPARQL (``otel-prov query``, the web view's SPARQL page): what is allowed, and what a
+syntax error means, in one line a person can act on.
+
+Only queries run (SELECT, ASK, CONSTRUCT, DESCRIBE): an update is refused before it reaches the
+store; SERVICE (a query sent to another server) only when the caller allows it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model.vocab import PREFIXES
+
+_NOT_CODE = re.compile("|".join((
+    r"#[^\n]*",  # a comment
+    r'<[^<>"{}|^`\\\s]*>',  # an IRI
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""', r"'''(?:[^'\\]|\\.|'(?!''))*'''",  # long strings
+    r'"(?:[^"\\\n]|\\.)*"', r"'(?:[^'\\\n]|\\.)*'",  # strings
+)))
+_SERVICE = re.compile(r"(?<![\w?$:.-])SERVICE(?![\w:-])", re.IGNORECASE)
+_PROLOGUE = re.compile(r"\s*(?:(?:BASE\s*<[^>]*>|PREFIX\s+[\w.-]*:\s*<[^>]*>)\s*)*", re.IGNORECASE)
+_FIRST_WORD = re.compile(r"[A-Za-z]+")
+QUERY_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
+UPDATE_FORMS = ("INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD", "WITH")
+_AT = re.compile(r"error at (\d+):(\d+):\s*")
+_KEYWORD = re.compile(r"\b[A-Z][A-Z_]{2,}\b")
+_PREFIXED = re.compile(r"(?<![\w<])([A-Za-z][\w.-]*)?:[\w.-]*$")
+
+
+class QueryRefused(ValueError):
+    """A query that is not run (an update, or SERVICE without permission)."""
+
+
+def uses_service(sparql: str) -> bool:
+    """Whether a query has the ``SERVICE`` keyword (outside comments, strings and IRIs; not a
+    variable or a prefixed name)."""
+    return _SERVICE.search(_NOT_CODE.sub(" ", sparql)) is not None
+
+
+def _blank(match: re.Match[str]) -> str:
+    """A comment, string or IRI reduced to its shape (so PREFIX declarations still read)."""
+    text = match.group(0)
+    return " " if text.startswith("#") else "<>" if text.startswith("<") else '""'
+
+
+def check_query(sparql: str, *, allow_service: bool = False) -> None:
+    """:class:`QueryRefused` for an update (this is a read-only view of the store), an empty
+    query, or SERVICE unless allowed."""
+    code = _NOT_CODE.sub(_blank, sparql)
+    body = code[_PROLOGUE.match(code).end():]  # type: ignore[union-attr]  # the pattern always matches
+    word = _FIRST_WORD.match(body.lstrip())
+    first = word.group(0).upper() if word else ""
+    if first in UPDATE_FORMS:
+        raise QueryRefused(f"updates are not allowed here ({first}): the store is only read; "
+                           f"a query starts with {', '.join(QUERY_FORMS)}")
+    if not body.strip():
+        raise QueryRefused("the query is empty")
+    if first not in QUERY_FORMS:
+        shown = body.strip().split()[0][:30]
+        raise QueryRefused(f"a query starts with {', '.join(QUERY_FORMS)} (after any PREFIX or BASE), "
+                           f"not {shown!r}")
+    if not allow_service and uses_service(sparql):
+        raise QueryRefused("the query uses SERVICE, which sends queries to other servers over the "
+                           "network: refused unless allowed (otel-prov query --allow-service)")
+
+
+def syntax_message(sparql: str, error: str) -> str:
+    """A SPARQL engine's syntax error as one line: where (line, column, the text there) and what
+    was expected, without the character classes some engines list."""
+    where = _AT.match(error)
+    detail = error[where.end():] if where else error
+    line = col = 0
+    if where:
+        line, col = int(where.group(1)), int(where.group(2))
+    near = ""
+    lines = sparql.splitlines()
+    if where and 0 < line <= len(lines):
+        text = lines[line - 1]
+        before = text[: max(col - 1, 0)]
+        start = max(0, len(before) - 20)
+        while 0 < start < len(before) and not before[start - 1].isspace():
+            start += 1  # from the start of a word
+        near = " ".join((before[start:] + text[max(col - 1, 0): col + 19]).split())
+        prefixed = _PREFIXED.search(before)
+        if "Prefix not found" in detail and prefixed is not None:
+            name = prefixed.group(1) or ""
+            known = ", ".join(f"{p}:" for p in PREFIXES)
+            return (f"undeclared prefix '{name}:' at line {line}, column {col} (declare it with "
+                    f"PREFIX {name}: <...>, or use one of {known})")
+    expected = sorted(set(_KEYWORD.findall(detail)))
+    what = f"expected one of {', '.join(expected)}" if len(expected) > 1 else (
+        f"expected {expected[0]}" if expected else "unexpected text")
+    place = f"at line {line}, column {col}" if where else ""
+    near_text = f" near {near!r}" if near else ""
+    return " ".join(p for p in (f"SPARQL syntax error {place}{near_text}:".replace("  ", " "), what) if p)
