@@ -28,7 +28,7 @@ def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
         "type": trace.type,
         "question": trace.question,
         "agent": trace.agent,
-        "not_captured": trace.not_captured,
+        "notCaptured": trace.not_captured,
         "time": trace.time,
         "traceId": trace.trace_id,
         "jaegerUrl": jaeger_link(jaeger, trace.trace_id),
