@@ -20,6 +20,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -296,10 +297,15 @@ def _agent_requests(n_sessions: int, per_request: int) -> tuple[list[bytes], int
     return requests, len(spans)
 
 
+def health_of(serve: Proc) -> dict[str, Any]:
+    status, body = http_get(f"http://{serve.http}/health", 2.0)
+    return json.loads(body) if status == 200 else {}
+
+
 def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: list[Proc]) -> None:
     """The Collector holds the PROV batches while ``serve`` is not running, and honours its
-    UNAVAILABLE + RetryInfo when it is busy (``--max-inflight 1``): every span ends up stored, none
-    is dropped (the exporter's failure counters stay 0)."""
+    UNAVAILABLE + RetryInfo when it is busy (``--max-inflight 1``, its one request a large one sent
+    directly): every span ends up stored, none is dropped (the exporter's failure counters stay 0)."""
     import grpc
 
     from tests.procs import free_port
@@ -312,6 +318,9 @@ def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: 
     procs.append(collector)
     requests, n_spans = _agent_requests(2000, 250)
     half = len(requests) // 4
+    # One large request sent to serve directly keeps its one request in flight for a while: every
+    # batch the Collector sends meanwhile is refused (UNAVAILABLE + RetryInfo) and must be retried.
+    (large,), n_large = _agent_requests(5000, 10**9)
     with grpc.insecure_channel(f"127.0.0.1:{collector.otlp_grpc}") as channel:
         export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
                                      request_serializer=None, response_deserializer=None)
@@ -321,17 +330,24 @@ def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: 
         serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--max-inflight", "1",
                             grpc_port=prov_port)
         procs.append(serve)
-        for body in requests[half:]:  # a burst: many batches sent at once by the exporter's consumers
-            export(body, timeout=10)
+        wait_until(lambda: health_of(serve).get("spans_acknowledged", 0) > 0, TIMEOUT,
+                   "serve to store what the Collector held", interval=0.1, proc=serve)
+        with grpc.insecure_channel(f"127.0.0.1:{prov_port}") as direct:
+            send = direct.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                      request_serializer=None, response_deserializer=None)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                answer = pool.submit(send, large, timeout=120)
+                wait_until(lambda: health_of(serve).get("in_flight", 0) >= 1 or answer.done(), TIMEOUT,
+                           "the large request to be in flight", interval=0.01, proc=serve)
+                for body in requests[half:]:  # sent on by the Collector while serve is busy
+                    export(body, timeout=10)
+                answer.result()
 
-    def health() -> dict[str, Any]:
-        status, body = http_get(f"http://{serve.http}/health", 2.0)
-        return json.loads(body) if status == 200 else {}
-
-    wait_until(lambda: health().get("spans_acknowledged", 0) >= n_spans, TIMEOUT,
-               f"otel-prov serve to acknowledge all {n_spans} spans", interval=0.2, proc=serve)
-    info = health()
-    assert info["spans_acknowledged"] == n_spans
+    everything = n_spans + n_large  # the Collector's, and the large request's
+    wait_until(lambda: health_of(serve).get("spans_acknowledged", 0) >= everything, TIMEOUT,
+               f"otel-prov serve to acknowledge all {everything} spans", interval=0.2, proc=serve)
+    info = health_of(serve)
+    assert info["spans_acknowledged"] == everything
     refused = info["refused"].get("request refused: too many requests in flight", 0)
     assert refused > 0, "the Collector never sent concurrently: back-pressure was not exercised"
     for metric in ("otelcol_exporter_send_failed_spans", "otelcol_exporter_enqueue_failed_spans"):
