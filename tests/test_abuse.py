@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -759,14 +760,22 @@ def test_query_gives_up_after_its_timeout(slow_store: Path) -> None:
     assert time.monotonic() - start < 20
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_ctrl_c_stops_a_long_query_at_once(slow_store: Path) -> None:
     proc = subprocess.Popen(query_command(slow_store, SLOW_QUERY), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=clean_env())
     try:
-        time.sleep(2.0)  # started, and well into the query
+        # Well into the query: 2 s of CPU spent (start-up takes about 0.5 s), however busy the machine.
+        wait_for(lambda: proc.poll() is not None or _cpu_seconds(proc.pid) >= 2.0, "the query to run",
+                 timeout=60)
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
         proc.wait()
