@@ -26,8 +26,8 @@ from . import serve, ui
 from .common import PROG, CliError
 from .read import DEFAULT_QUERY_TIMEOUT, cmd_export, cmd_list, cmd_query, cmd_show
 
-_STORE_HELP = (f"the store: 'oxigraph:PATH' or a path ({settings.STORE.env}; default "
-               "$XDG_DATA_HOME/otel-prov/store, the exporter's default)")
+_STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
+               f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store, the exporter's default)")
 _COLLECTION_HELP = f"only sessions of this collection ({settings.COLLECTION.env}; default: all)"
 
 
@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
              "exporter writing to the store, then print 'list' and 'show' for what they wrote.\n"
              "The agent's policy is deterministic and offline unless OTEL_PROV_EXAMPLE_MODEL names\n"
              "a model of an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")
-    p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path, or 'memory:' "
+    p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path, 'memory:' or http(s)://... "
                    f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store)")
     p.add_argument("--collection", help=f"collection the sessions are recorded in "
                    f"({settings.COLLECTION.env}; default 'default')")

@@ -50,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
-    (settings.STORE, "'oxigraph:PATH', a path, or 'memory:'", "$XDG_DATA_HOME/otel-prov/store"),
+    (settings.STORE, "'oxigraph:PATH', a path, 'memory:', or the URL of a dataset on a SPARQL server "
+     "(http(s)://...; OTEL_PROV_STORE_* for credentials and TLS)", "$XDG_DATA_HOME/otel-prov/store"),
     (settings.PROFILE, f"mapping profile: {PROFILE_CHOICES}", "seed"),
     (settings.SERVE_HOST, "address to bind", f"{settings.DEFAULT_HOST}: loopback only"),
     (settings.SERVE_GRPC_PORT, "OTLP/gRPC port, 0 = any free, 'off'", settings.DEFAULT_GRPC_PORT),
