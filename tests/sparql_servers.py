@@ -264,6 +264,19 @@ class AuthProxy:
         self.server.server_close()
 
 
+def question_count(url: str) -> int:
+    """How many Questions (sessions and sub-traces) the store at ``url`` holds, read by otel-prov."""
+    from otel_prov.settings import STORE
+    from otel_prov.stores import open_for_reading
+
+    store = open_for_reading(STORE.get(url))
+    try:
+        rows = store.select("SELECT (COUNT(?q) AS ?n) WHERE { GRAPH ?g { ?q a tg:Question } }")
+        return int(rows[0]["n"].value)
+    finally:
+        store.close()
+
+
 def wait_gone(port: int, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while _open(port) and time.monotonic() < deadline:

@@ -258,6 +258,9 @@ class Writer(_Counters):
                 delay = min(delay * 2, 5.0)
                 continue
             delay = 0.05
+            if self.consecutive_failures:
+                logger.warning("otel-prov: the store is written to again, after %d failed attempts",
+                               self.consecutive_failures)
             self.consecutive_failures = 0
             with self._cv:
                 self._pending_bytes -= sum(len(op.data) for op in ops)
