@@ -290,11 +290,17 @@ def export_grpc(port: int, request: trace_service_pb2.ExportTraceServiceRequest,
             return exc.code()  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_serve_writes_to_the_server(kind: str, servers: dict[str, SparqlServer]) -> None:
-    server = servers[kind]
+@pytest.mark.parametrize("kind", [*KINDS, "oxigraph-bulk"])
+def test_serve_writes_to_the_server(kind: str, servers: dict[str, SparqlServer],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    server = servers[kind.split("-")[0]]
     server.clear()
+    if kind.endswith("bulk"):  # Oxigraph's bulk loader (not atomic; the same quads in the end)
+        monkeypatch.setenv("OTEL_PROV_STORE_BULK_LOAD", "true")
     serve = Server(serve_settings(store=server.url, grpc_port=0, http_port="off"))
+    store = serve.receiver.store
+    assert isinstance(store, sparql.SparqlStore)
+    assert ("no_transaction" in store.server.quads_params) is kind.endswith("bulk")
     try:
         requests = [agent_request(20, f"r{k}-") for k in range(5)]
         for request in requests:
@@ -467,6 +473,16 @@ def test_a_wrong_url_is_one_line_at_start(servers: dict[str, SparqlServer], caps
     assert len(done.stderr.strip().splitlines()) == 1 and closed in done.stderr, done.stderr
     with pytest.raises(StoreError, match="cannot reach"):
         ProvSpanExporter(store=closed)
+
+
+def test_the_bulk_loader_is_for_oxigraph_only(servers: dict[str, SparqlServer], capsysbinary: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_PROV_STORE_BULK_LOAD", "yes")
+    one_error_line(cli(capsysbinary, "list", "--store", servers["fuseki"].url), "OTEL_PROV_STORE_BULK_LOAD",
+                   "Oxigraph")
+    monkeypatch.setenv("OTEL_PROV_STORE_BULK_LOAD", "maybe")
+    one_error_line(cli(capsysbinary, "list", "--store", servers["oxigraph"].url),
+                   "OTEL_PROV_STORE_BULK_LOAD='maybe': expected true or false")
 
 
 def test_a_server_that_is_not_sparql(capsysbinary: Any) -> None:

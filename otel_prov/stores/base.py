@@ -78,6 +78,8 @@ class Remote:
     """Seconds one request may take (connecting: at most 10)."""
     server: str = "auto"
     """``auto`` (detected at open), ``oxigraph``, ``fuseki`` or ``sparql`` (any SPARQL 1.1 server)."""
+    bulk_load: bool = False
+    """Write with the Oxigraph server's bulk loader (faster, not atomic)."""
     local_dir: Path | None = None
     """Where data the server cannot take is saved (rescue and rejected quads)."""
 

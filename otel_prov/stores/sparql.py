@@ -92,6 +92,10 @@ OXIGRAPH = Server("oxigraph", "/query", "/update", "/store", "/store",
                   quads_params={"lenient": ""}, union_params={"union-default-graph": ""})
 FUSEKI = Server("fuseki", "/query", "/update", "", "/get")  # /get: the read-only GSP endpoint
 SPARQL = Server("sparql", "", "", None, None)
+BULK_PARAMS = {"no_transaction": "", "lenient": ""}
+"""Oxigraph's bulk loader (OTEL_PROV_STORE_BULK_LOAD): several times faster; not atomic, so a failed
+write may leave part of itself, which the retry completes (quads are a set), and readers may see a
+write half done."""
 SERVERS = {server.name: server for server in (OXIGRAPH, FUSEKI, SPARQL)}
 """The kinds of server ``OTEL_PROV_STORE_SERVER`` names (``auto``: detected)."""
 AUTO = "auto"
@@ -375,6 +379,11 @@ def _open(spec: StoreSpec) -> SparqlStore:
     http = HttpConnection(url, remote)
     try:
         server = detect(url, http) if remote.server == AUTO else SERVERS[remote.server]
+        if remote.bulk_load:
+            if server.name != OXIGRAPH.name:
+                raise StoreError(f"OTEL_PROV_STORE_BULK_LOAD is for the Oxigraph server; {url} is "
+                                 f"{server.name}: unset it")
+            server = replace(server, quads_params=BULK_PARAMS)
         store = SparqlStore(url, server, http, local_dir=remote.local_dir)
         store.ask("ASK { }")  # readable: the endpoint answers and the credentials are accepted
     except HttpStatusError as exc:
