@@ -17,6 +17,7 @@ acknowledged, Kafka delivered again to the other one, and writing it again chang
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import socket
@@ -109,6 +110,9 @@ class RunLocal:
             "OTEL_PROV_CMD": f"{sys.executable} -m otel_prov.cli",
             "KAFKA_HEAP_OPTS": "-Xms128m -Xmx384m",
         })
+        for name in ("OTEL_PROV_DEPS_DIR", "OTEL_PROV_MAVEN_REPO"):  # fetch-deps.sh's caches, if moved
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         cmd = ["bash", str(RUN_LOCAL), "--consumers", str(RECEIVERS), "--sparql", sparql,
                "--run-dir", str(self.run_dir)]
         self.proc: Proc = start("run-local", cmd, workdir / "run-local.log", env)
@@ -129,8 +133,6 @@ class RunLocal:
         return int((self.run_dir / "pids" / f"{name}.pid").read_text())
 
     def kill9(self, name: str) -> None:
-        import os
-
         os.kill(self.pid(name), signal.SIGKILL)
 
     def stop(self) -> None:

@@ -17,7 +17,6 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import ProvSpanExporter, StoreError, load_dataset, spans_to_dataset
-from otel_prov.cli import main
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import PolicyError, run_agent
 from otel_prov.model.quads import nquads
@@ -49,7 +47,8 @@ from tests.sparql_servers import (
     start_fuseki,
     start_oxigraph,
 )
-from tests.test_cli import StopAfter
+from tests.test_cli import Result, StopAfter, cli
+from tests.test_cli import one_error_line as cli_one_error_line
 
 KINDS = ("oxigraph", "fuseki")
 
@@ -118,19 +117,6 @@ def remote(request: pytest.FixtureRequest, servers: dict[str, SparqlServer],
     return server.url
 
 
-@dataclass
-class Result:
-    code: int
-    out: bytes
-    err: str
-
-
-def cli(capsysbinary: pytest.CaptureFixture[bytes], *argv: str) -> Result:
-    code = main(list(argv))
-    captured = capsysbinary.readouterr()
-    return Result(code, captured.out, captured.err.decode("utf-8"))
-
-
 def session_ids(capsysbinary: Any, store: str) -> list[str]:
     import json
 
@@ -167,7 +153,7 @@ READS = [
 ]
 
 
-def parsed(out: bytes, argv: tuple[str, ...]) -> Any:
+def parsed(out: str, argv: tuple[str, ...]) -> Any:
     import rdflib
 
     fmt = argv[argv.index("--format") + 1] if "--format" in argv else "turtle"
@@ -448,12 +434,9 @@ def test_a_big_write_goes_in_parts_and_a_removal_follows_it(
 
 
 def one_error_line(result: Result, *needles: str) -> str:
-    assert result.code == 1 and result.out == b""
-    lines = result.err.splitlines()
-    assert len(lines) == 1, result.err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+    """test_cli's check (one line, exit 1, nothing on stdout), and the line."""
+    cli_one_error_line(result, *needles)
+    return result.err.strip()
 
 
 def test_a_wrong_url_is_one_line_at_start(servers: dict[str, SparqlServer], capsysbinary: Any,
@@ -533,7 +516,7 @@ def test_basic_authentication(workdir: Path, spans: list[ReadableSpan], capsysbi
         monkeypatch.setenv("OTEL_PROV_STORE_PASSWORD", "s3cret-pw")
         export_to(server.url, spans[:20])
         result = cli(capsysbinary, "list", "--store", server.url)
-        assert result.code == 0 and b"Session ID" in result.out
+        assert result.code == 0 and "Session ID" in result.out
         assert repr(STORE.get(server.url)).count("s3cret") == 0
     finally:
         server.stop()
@@ -572,7 +555,7 @@ def test_a_reader_may_read_but_not_write(workdir: Path, spans: list[ReadableSpan
         monkeypatch.setenv("OTEL_PROV_STORE_PASSWORD", "r-pass")
         assert cli(capsysbinary, "list", "--store", server.url).code == 0
         exported = cli(capsysbinary, "export", "--store", server.url)
-        assert exported.code == 0 and exported.out.count(b"\n") > 100
+        assert exported.code == 0 and exported.out.count("\n") > 100
         with pytest.raises(StoreError, match="can be written.*HTTP 40[13]") as info:
             ProvSpanExporter(store=server.url)
         assert "\n" not in str(info.value) and "r-pass" not in str(info.value)
