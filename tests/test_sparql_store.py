@@ -468,8 +468,9 @@ def test_the_bulk_loader_is_for_oxigraph_only(servers: dict[str, SparqlServer], 
                    "OTEL_PROV_STORE_BULK_LOAD='maybe': expected true or false")
 
 
-def test_a_server_that_is_not_sparql(capsysbinary: Any) -> None:
-    """An HTTP server that is not a SPARQL endpoint answers the first query with a web page."""
+def test_a_server_that_is_not_sparql_or_redirects(capsysbinary: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTP server that is not a SPARQL endpoint (a web page), and one that redirects: a redirect
+    is not followed (it would carry the credentials elsewhere)."""
     import http.server
     import threading
 
@@ -478,8 +479,12 @@ def test_a_server_that_is_not_sparql(capsysbinary: Any) -> None:
             pass
 
         def do_POST(self) -> None:  # noqa: N802
-            body = b"<html>hello</html>"
-            self.send_response(200)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            moved = self.path.startswith("/moved")
+            body = b"" if moved else b"<html>hello</html>"
+            self.send_response(308 if moved else 200)
+            if moved:
+                self.send_header("Location", "https://elsewhere.example/ds/query")
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -487,9 +492,14 @@ def test_a_server_that_is_not_sparql(capsysbinary: Any) -> None:
 
     web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotSparql)
     threading.Thread(target=web.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{web.server_address[1]}"
     try:
-        one_error_line(cli(capsysbinary, "list", "--store", f"http://127.0.0.1:{web.server_address[1]}"),
-                       "SPARQL")
+        one_error_line(cli(capsysbinary, "list", "--store", base), "did not answer with SPARQL JSON results")
+        monkeypatch.setenv("OTEL_PROV_STORE_SERVER", "fuseki")
+        monkeypatch.setenv("OTEL_PROV_STORE_TOKEN", "s3cret-token")
+        line = one_error_line(cli(capsysbinary, "list", "--store", base + "/moved"), "redirects (HTTP 308)",
+                              "https://elsewhere.example/ds/query", "not followed")
+        assert "s3cret" not in line
     finally:
         web.shutdown()
         web.server_close()
