@@ -396,13 +396,19 @@ def test_quads_the_server_refuses_are_set_aside_and_the_rest_stored(
         caplog.clear()
         store = open_for_writing(STORE.get(server.url))
         try:
-            with caplog.at_level(logging.ERROR, logger="otel_prov"):
-                store.add(data, 201)
+            caplog.set_level(logging.ERROR, logger="otel_prov")
+            store.add(data, 201)
             assert isinstance(store, sparql.SparqlStore) and store.rejected == 1
             assert store.count() == 200, kind
             assert store.rejected_file is not None and store.rejected_file.parent == tmp_path / "otel-prov"
             assert bad in store.rejected_file.read_bytes()
             assert len([r for r in caplog.records if "refused 1 quad" in r.getMessage()]) == 1
+            # removing it again (a framework trace's update) is not retried for ever either
+            bad_quad = ("<http://example.org/bad>", "<http://example.org/p>", '"unterminated',
+                        iri(GRAPH_RETRIEVAL))
+            store.remove([*good[:5], bad_quad, *good[5:10]])
+            assert store.count() == 190
+            assert any("refused to remove a quad" in r.getMessage() for r in caplog.records)
         finally:
             store.close()
             if store.rejected_file is not None:

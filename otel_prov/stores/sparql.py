@@ -173,8 +173,23 @@ class SparqlStore:
                              error.detail[:300])
 
     def remove(self, quads: Sequence[Quad]) -> None:
-        for update in _updates(delete_data, quads):
-            self._update(update, "removing quads")
+        for start in range(0, len(quads), MAX_UPDATE_QUADS):
+            self._remove_part(quads[start:start + MAX_UPDATE_QUADS])
+
+    def _remove_part(self, quads: Sequence[Quad]) -> None:
+        """``DELETE DATA``; one the server refuses as bad is halved down to the quads it cannot read,
+        which cannot be in the store either (the writer would otherwise retry it for ever)."""
+        try:
+            self._update(delete_data(quads), "removing quads")
+        except HttpStatusError as exc:
+            if exc.status not in (400, 413):
+                raise
+            if len(quads) > 1:
+                self._remove_part(quads[:len(quads) // 2])
+                self._remove_part(quads[len(quads) // 2:])
+                return
+            logger.error("otel-prov: %s refused to remove a quad it cannot read (so it does not hold it): "
+                         "HTTP %d %s", self.url, exc.status, exc.detail[:300])
 
     def _update(self, update: str, what: str) -> None:
         self.http.request("POST", self.endpoint(self.server.update), body=update.encode("utf-8"),
