@@ -186,7 +186,7 @@ def test_reads_print_the_same_as_on_the_embedded_store(
         assert_isomorphic(parsed(expected.out, argv), parsed(actual.out, argv))
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "turtle", "dot", "svg"])
+@pytest.mark.parametrize("fmt", ["text", "json", "turtle", "trig", "jsonld", "dot", "svg"])
 def test_show_prints_the_same_for_every_session(fmt: str, embedded: str, remote: str,
                                                 capsysbinary: Any) -> None:
     ids = session_ids(capsysbinary, embedded)
@@ -197,6 +197,33 @@ def test_show_prints_the_same_for_every_session(fmt: str, embedded: str, remote:
         actual = cli(capsysbinary, "show", iri_, "--format", fmt, "--store", remote)
         assert expected.code == 0 or iri_.endswith("/i1")
         assert (actual.code, actual.out, actual.err) == (expected.code, expected.out, expected.err)
+
+
+def test_the_web_view_reads_the_same(embedded: str, remote: str, spans: list[ReadableSpan],
+                                     capsysbinary: Any) -> None:
+    """``otel-prov ui``'s JSON API (the read side of the web view) over both stores."""
+    import urllib.parse
+
+    import requests
+
+    from otel_prov.settings import ui_settings
+    from tests.webdata import serve
+
+    ids = session_ids(capsysbinary, embedded)
+    trace_id = f"{spans[0].context.trace_id:032x}"
+    paths = ["/api/sessions", "/api/sessions?type=agent", "/api/sessions?limit=2&offset=1",
+             "/api/sessions?collection=other", "/api/sessions?q=Berlin", "/api/changes",
+             f"/api/trace/{trace_id}", "/api/sessions/urn:nothing:here",
+             "/api/sparql?query=" + urllib.parse.quote(SPARQL_SELECT)]
+    paths += [f"/api/sessions/{urllib.parse.quote(i, safe=':')}" for i in ids]
+    views = [serve(ui_settings(store=store, port=0)) for store in (embedded, remote)]
+    try:
+        for path in paths:
+            expected, actual = (requests.get(view.url + path, timeout=30) for view in views)
+            assert (actual.status_code, actual.json()) == (expected.status_code, expected.json()), path
+    finally:
+        for view in views:
+            view.stop()
 
 
 def test_export_of_sessions_and_load_dataset(embedded: str, remote: str, spans: list[ReadableSpan],
