@@ -139,9 +139,18 @@ start() { # start NAME LOGFILE CMD...; extra environment via `env` in CMD
 pid_of() {
 	local p
 	p=$(cat "$RUN_DIR/pids/$1.pid" 2>/dev/null) && [[ -n $p ]] || return 1
+	local cmdline state
 	if [[ -r /proc/$p/cmdline ]]; then
-		tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF -e "$RUN_DIR" -e "$SCRIPT_DIR" ||
-			[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$RUN_DIR"/* ]] || return 1
+		cmdline=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || cmdline=
+		# Empty for a moment while the process execs (a fast server is checked right then; taking it
+		# for a stranger made run-local report it dead and stop everything), and for a zombie.
+		if [[ -z $cmdline ]]; then
+			state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) || state=
+			[[ -n $state && $state != Z ]] || return 1
+		else
+			grep -qF -e "$RUN_DIR" -e "$SCRIPT_DIR" <<<"$cmdline" ||
+				[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$RUN_DIR"/* ]] || return 1
+		fi
 	fi
 	printf '%s\n' "$p"
 }
