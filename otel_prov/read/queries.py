@@ -24,6 +24,7 @@ QUERY_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
 UPDATE_FORMS = ("INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD", "WITH")
 _AT = re.compile(r"error at (\d+):(\d+):\s*")
 _KEYWORD = re.compile(r"\b[A-Z][A-Z_]{2,}\b")
+_LINE_COL = re.compile(r"line (\d+), column (\d+)", re.IGNORECASE)
 _PREFIXED = re.compile(r"(?<![\w<])([A-Za-z][\w.-]*)?:[\w.-]*$")
 
 
@@ -66,15 +67,19 @@ def check_query(sparql: str, *, allow_service: bool = False) -> None:
 
 def syntax_message(sparql: str, error: str) -> str:
     """A SPARQL engine's syntax error as one line: where (line, column, the text there) and what
-    was expected, without the character classes some engines list."""
+    was expected, without the character classes some engines list.  Oxigraph's errors start
+    ``error at LINE:COLUMN:``; other servers' (Jena's ``... at line L, column C``) keep their words."""
     where = _AT.match(error)
+    other = None if where else _LINE_COL.search(error)
     detail = error[where.end():] if where else error
     line = col = 0
-    if where:
-        line, col = int(where.group(1)), int(where.group(2))
+    if where or other:
+        found = where or other
+        assert found is not None
+        line, col = int(found.group(1)), int(found.group(2))
     near = ""
     lines = sparql.splitlines()
-    if where and 0 < line <= len(lines):
+    if line and 0 < line <= len(lines):
         text = lines[line - 1]
         before = text[: max(col - 1, 0)]
         start = max(0, len(before) - 20)
@@ -87,9 +92,12 @@ def syntax_message(sparql: str, error: str) -> str:
             known = ", ".join(f"{p}:" for p in PREFIXES)
             return (f"undeclared prefix '{name}:' at line {line}, column {col} (declare it with "
                     f"PREFIX {name}: <...>, or use one of {known})")
-    expected = sorted(set(_KEYWORD.findall(detail)))
-    what = f"expected one of {', '.join(expected)}" if len(expected) > 1 else (
-        f"expected {expected[0]}" if expected else "unexpected text")
-    place = f"at line {line}, column {col}" if where else ""
+    if where:
+        expected = sorted(set(_KEYWORD.findall(detail)))
+        what = f"expected one of {', '.join(expected)}" if len(expected) > 1 else (
+            f"expected {expected[0]}" if expected else "unexpected text")
+    else:  # another engine's own words, on one line
+        what = " ".join(detail.split())[:200] or "unexpected text"
+    place = f" at line {line}, column {col}" if line else ""
     near_text = f" near {near!r}" if near else ""
-    return " ".join(p for p in (f"SPARQL syntax error {place}{near_text}:".replace("  ", " "), what) if p)
+    return f"SPARQL syntax error{place}{near_text}: {what}"
