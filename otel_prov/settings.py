@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -72,6 +73,15 @@ class Option(Generic[T]):
 
 def _text(value: str) -> str:
     return value.strip()
+
+
+def _web_url(value: str) -> str:
+    """An http(s) base URL (the Jaeger UI's, the web view's), without a trailing slash."""
+    url = value.strip()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError("expected a base URL such as http://localhost:16686")
+    return url.rstrip("/")
 
 
 def _profile(value: str) -> str:
@@ -200,7 +210,7 @@ DEFAULT_MEMORY_BUDGET_MIB = 512
 STORE: StoreOption = StoreOption("OTEL_PROV_STORE", "--store", _store, default_store)
 PROFILE: Option[str] = Option("OTEL_PROV_PROFILE", "--profile", _profile, SEED)
 COLLECTION: Option[str | None] = Option("OTEL_PROV_COLLECTION", "--collection", _text, None)
-JAEGER_URL: Option[str | None] = Option("OTEL_PROV_JAEGER_URL", "--jaeger-url", _text, None)
+JAEGER_URL: Option[str | None] = Option("OTEL_PROV_JAEGER_URL", "--jaeger-url", _web_url, None)
 SERVE_HOST: Option[str] = Option("OTEL_PROV_SERVE_HOST", "--host", _text, DEFAULT_HOST)
 SERVE_GRPC_PORT: Option[int | None] = Option(
     "OTEL_PROV_SERVE_GRPC_PORT", "--grpc-port", _port, DEFAULT_GRPC_PORT)

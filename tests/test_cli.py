@@ -590,6 +590,24 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
                        "--store", store), "uses SERVICE", "--allow-service")
 
 
+def test_careless_values_are_one_line_naming_them(tmp_path: Path, capsysbinary: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a store\n")
+    one_error_line(cli(capsysbinary, "list", "--store", ""), "--store '': an empty store")
+    one_error_line(cli(capsysbinary, "list", "--store", str(a_file)),
+                   f"{a_file} is a file, not a store (a store is a directory)")
+    assert a_file.read_text() == "not a store\n"  # left as it was
+    one_error_line(cli(capsysbinary, "show", "urn:x:y", "--jaeger-url", "not a url", "--store", str(a_file)),
+                   "--jaeger-url 'not a url': expected a base URL such as http://localhost:16686")
+    monkeypatch.setenv("OTEL_PROV_JAEGER_URL", "ftp://host")
+    one_error_line(cli(capsysbinary, "show", "urn:x:y"),
+                   "OTEL_PROV_JAEGER_URL='ftp://host': expected a base URL")
+    monkeypatch.delenv("OTEL_PROV_JAEGER_URL")
+    one_error_line(cli(capsysbinary, "demo", "--profile", "bogus", "--store", "memory:"),
+                   "--profile 'bogus': unknown profile 'bogus': expected one of seed, strict")
+
+
 def test_corrupt_store_is_one_error_line(tmp_path: Path, capsysbinary: Any) -> None:
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()

@@ -39,12 +39,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     iri = check_iri(args.iri)
+    jaeger = option(args, settings.JAEGER_URL)  # a bad value is an error before the store is read
     with Reading(args) as store:
         try:
             trace, triples = TraceReader(store).trace(iri)
         except TraceNotFound as exc:
             raise CliError(str(exc)) from exc
-    shown = Shown(trace, triples, option(args, settings.JAEGER_URL))
+    shown = Shown(trace, triples, jaeger)
     write(render_trace(args.format, shown), args.output)
     return 0
 

@@ -48,6 +48,9 @@ def default_store() -> StoreSpec:
 def parse_store(text: str) -> StoreSpec:
     """``SCHEME:LOCATION`` of a registered scheme, or a path.  :class:`ValueError` for an unknown
     scheme (the caller names where the value came from)."""
+    if not text.strip():
+        raise ValueError("an empty store: give a path, 'oxigraph:PATH', 'memory:' or the URL of a "
+                         "dataset on a SPARQL server (or leave it unset for the default store)")
     if text in (f"{MEMORY}:", MEMORY):
         return StoreSpec(MEMORY)
     scheme, sep, rest = text.partition(":")

@@ -50,7 +50,7 @@ from .indexer import (
     index_held,
     wait_folded,
 )
-from .oxigraph import Locked, OxigraphStore, prepare_directory
+from .oxigraph import Locked, OxigraphStore, check_not_a_file, prepare_directory
 
 logger = logging.getLogger(__name__)
 
@@ -301,6 +301,7 @@ def open_reader(path: Path, *, wait: float = READ_WAIT) -> OxigraphStore:
     """Open the store at ``path`` to read (see the module's docstring): no lock, no write, never
     creates a store."""
     directory = seg.segments_dir(path)
+    check_not_a_file(path)
     if not (path / "CURRENT").exists() and not directory.is_dir():
         raise StoreNotFound(
             f"no store at {path} (nothing has been exported there yet; check --store or "

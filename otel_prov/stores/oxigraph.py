@@ -213,18 +213,28 @@ def _rocksdb(path: Path, *, snapshot: bool = False) -> pyoxigraph.Store:
 def prepare_directory(path: Path) -> None:
     """Create the store's directory if missing; a clear :class:`StoreError` if it cannot be, or
     cannot be written."""
+    check_not_a_file(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(
             f"cannot create the store directory {path}: {exc.strerror or exc}; choose a writable "
-            f"location with store='oxigraph:PATH' or OTEL_PROV_STORE"
+            f"location ({WHERE_STORE})"
         ) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise StoreError(
-            f"the store directory {path} is not writable; choose a writable location with "
-            f"store='oxigraph:PATH' or OTEL_PROV_STORE"
+            f"the store directory {path} is not writable; choose a writable location ({WHERE_STORE})"
         )
+
+
+WHERE_STORE = "--store, OTEL_PROV_STORE, or ProvSpanExporter(store=...)"
+"""Where a store is named, for messages that apply to the CLI and the Python API alike."""
+
+
+def check_not_a_file(path: Path) -> None:
+    """A :class:`StoreError` when ``path`` is a file: a store is a directory."""
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"{path} is a file, not a store (a store is a directory); check {WHERE_STORE}")
 
 
 def term(value: Any) -> Term:
