@@ -624,7 +624,7 @@ def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> 
     assert r.code == 0
     assert "policy: offline (deterministic rules, no language model)" in r.err
     lines = r.out.splitlines()
-    assert lines[0] == "$ otel-prov list"
+    assert lines[0] == f"$ otel-prov list --store {store}"  # each command printed works as printed
     assert [c.strip() for c in lines[1].split("|")] == ["Session ID", "Type", "Question", "Time"]
     assert sorted(line.split("|")[1].strip() for line in lines[3:6]) == ["Agent", "DocRAG", "GraphRAG"]
     assert lines[6] == ""
@@ -635,10 +635,11 @@ def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> 
     assert "--- Conclusion ---" in lines and "--- Focus (Edge Selection) ---" in lines
     # the store holds what was shown, for the other subcommands
     rows = json.loads(cli(capsysbinary, "list", "--store", str(store), "--format", "json").out)
-    assert {row["id"] for row in rows} == {line.removeprefix("$ otel-prov show ") for line in shows}
+    assert {row["id"] for row in rows} == {line.split()[3] for line in shows}  # "$ otel-prov show IRI"
+    assert all(line.endswith(f" --store {store}") for line in shows)
     # a second run adds three more sessions and says there are earlier ones
     r = cli(capsysbinary, "demo", "--store", str(store), "--quiet")
-    assert "(3 earlier sessions in this store: otel-prov list)" in r.out
+    assert f"(3 earlier sessions in this store: otel-prov list --store {store})" in r.out
     assert not any(line.startswith("$ otel-prov show") for line in r.out.splitlines())
 
 

@@ -70,17 +70,19 @@ def run_demo(args: argparse.Namespace) -> int:
         ids = [agent.explain_id, graph.explain_id, docs.explain_id]
         everything = reader.sessions()
         rows = [row for row in everything if row.id in ids]
-        out = ["$ otel-prov list", session_table(rows).rstrip("\n")]
+        # Every command printed works as printed: it names the store the demo was given.
+        at = f" --store {args.store}" if args.store and not spec.in_memory else ""
+        out = [f"$ otel-prov list{at}", session_table(rows).rstrip("\n")]
         if len(everything) > len(rows):
-            out.append(f"({len(everything) - len(rows)} earlier sessions in this store: otel-prov list)")
+            out.append(f"({len(everything) - len(rows)} earlier sessions in this store: otel-prov list{at})")
         if not args.quiet:
             for iri in ids:
                 trace, _ = reader.trace(iri)
-                out += ["", f"$ otel-prov show {iri}", trace_text(trace, jaeger).rstrip("\n")]
-        if view is None:
-            out += ["", "Next: otel-prov show IRI --format svg --output trace.svg   (a picture of one trace)",
-                    "      otel-prov query 'SELECT ?q ?text WHERE { ?q tg:query ?text }'",
-                    "      otel-prov ui   (the web view)"]
+                out += ["", f"$ otel-prov show {iri}{at}", trace_text(trace, jaeger).rstrip("\n")]
+        if view is None and not spec.in_memory:
+            out += ["", f"Next: otel-prov show IRI{at} --format svg --output trace.svg   (a picture)",
+                    f"      otel-prov query{at} 'SELECT ?q ?text WHERE {{ ?q tg:query ?text }}'",
+                    f"      otel-prov ui{at}   (the web view)"]
         write("\n".join(out) + "\n", None)
     finally:
         for opened_store in opened:
