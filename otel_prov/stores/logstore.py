@@ -26,6 +26,7 @@ from it.  Any number of processes write and read one store at the same time.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -280,20 +281,31 @@ def fold(path: Path) -> int | None:
         index.close()
 
 
-SNAPSHOT_TRIES = 20
+SNAPSHOT_WAIT = 2.0
+"""Seconds a reader retries opening a snapshot of an index that is being compacted."""
+_COMPACTED = "No such file"
+"""How RocksDB says a file the snapshot's manifest names is gone (compacted meanwhile)."""
+_BEING_CREATED = ("Column family not found", "only possible on read-write")
+"""How RocksDB says the index is being created (its column families appear one by one)."""
 
 
-def _snapshot(path: Path) -> OxigraphStore:
-    """A read-only snapshot of the index.  The indexing process compacts it meanwhile: a file the
-    snapshot's manifest names may be gone by the time it is opened; then open again (it names the
-    files that replaced it)."""
-    for attempt in range(SNAPSHOT_TRIES):
+def _snapshot(path: Path) -> OxigraphStore | None:
+    """A read-only snapshot of the index, or None while the first writer is still creating it.
+
+    The indexing process compacts the index meanwhile: a file the snapshot's manifest names may be
+    gone by the time it is opened; then open again (it names the files that replaced it).  An index
+    being created has had nothing folded into it (a writer folds only once its index is open), so
+    the log alone holds everything: no snapshot is needed."""
+    deadline = time.monotonic() + SNAPSHOT_WAIT
+    for attempt in itertools.count():
         try:
             return OxigraphStore(path, snapshot=True)
         except StoreError as exc:
-            if attempt == SNAPSHOT_TRIES - 1 or "No such file" not in str(exc):
+            if any(sign in str(exc) for sign in _BEING_CREATED):
+                return None
+            if _COMPACTED not in str(exc) or time.monotonic() > deadline:
                 raise
-            time.sleep(0.01 * (attempt + 1))
+            time.sleep(min(0.01 * (attempt + 1), 0.1))
     raise AssertionError("unreachable")
 
 
