@@ -484,6 +484,13 @@ def test_a_wrong_url_is_one_line_at_start(servers: dict[str, SparqlServer], caps
     one_error_line(cli(capsysbinary, "list", "--store", "http://user:secret@127.0.0.1:1/ds"),
                    "credentials do not go into the store URL")
     assert "secret" not in cli(capsysbinary, "list", "--store", "http://user:secret@127.0.0.1:1/ds").err
+    # https:// to a plain-HTTP server: the handshake never ends; the message says why, with the
+    # timeout it waited, not another one.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OTEL_PROV_STORE_TIMEOUT", "1")
+        https = servers["oxigraph"].url.replace("http://", "https://", 1)
+        one_error_line(cli(capsysbinary, "list", "--store", https), "within 1 s",
+                       "the server speaks plain HTTP; give the URL with http://")
     # serve: exits 1 with one line, before listening
     done = subprocess.run([*serve_command(), "--store", closed, "--grpc-port", "0",
                            "--http-port", "off"], capture_output=True, text=True, timeout=60, env=clean_env())

@@ -16,6 +16,7 @@ and headers are never printed.
 from __future__ import annotations
 
 import logging
+import re
 import ssl
 import urllib.parse
 from collections.abc import Mapping
@@ -146,12 +147,32 @@ class HttpConnection:
         if isinstance(exc, ConnectTimeoutError):
             return f"no connection to {self.base_url} within {self.timeout.connect_timeout} s"
         if isinstance(exc, ReadTimeoutError):
-            return (f"no answer from {self.base_url} within {self.remote.timeout:g} s "
+            waited = _WAITED.search(str(exc))
+            seconds = float(waited.group(1)) if waited else self.remote.timeout
+            if self.base_url.startswith("https:") and _speaks_plain_http(self.base_url):
+                return (f"no TLS handshake with {self.base_url} within {seconds:g} s: the server speaks "
+                        "plain HTTP; give the URL with http://")
+            return (f"no answer from {self.base_url} within {seconds:g} s "
                     "(OTEL_PROV_STORE_TIMEOUT)")
         return f"request to {self.base_url} failed ({_reason(exc)})"
 
     def close(self) -> None:
         self._pool.clear()
+
+
+_WAITED = re.compile(r"timeout=([0-9.]+)\)")
+"""How long urllib3 waited, in its ReadTimeoutError ("Read timed out. (read timeout=10)")."""
+
+
+def _speaks_plain_http(https_url: str) -> bool:
+    """Whether the server behind an https URL answers plain HTTP (a TLS handshake with it hangs:
+    it reads the ClientHello as a request and waits for the rest)."""
+    plain = "http:" + https_url.removeprefix("https:")
+    try:
+        urllib3.PoolManager(retries=False).request("HEAD", plain, timeout=urllib3.Timeout(2.0))
+    except HTTPError:
+        return False
+    return True
 
 
 def _encode(fields: Mapping[str, str | list[str]]) -> str:
