@@ -51,6 +51,7 @@ from ..render.text import HIDDEN, term, visible
 from ..settings import UiSettings, is_loopback
 from ..stores import ReadStore, open_for_reading
 from ..stores.base import QueryResult
+from . import isolated
 
 logger = logging.getLogger(__name__)
 
@@ -293,36 +294,20 @@ class View:
             return None, False, str(exc), 400
         if not self.queries.acquire(blocking=False):
             return None, False, f"{MAX_QUERIES} queries are still running: try again later", 503
-        done = threading.Event()
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                with self.store() as store:
-                    outcome["result"] = store.run_query(text)
-            except BaseException as exc:  # handed to the request
-                outcome["error"] = exc
-            finally:
-                self.queries.release()
-                done.set()
-
-        threading.Thread(target=work, name="otel-prov-ui-query", daemon=True).start()
-        if not done.wait(self.config.query_timeout):
+        try:
+            result, cut = isolated.run_query(self.config.store, text, timeout=self.config.query_timeout,
+                                             row_limit=self.config.row_limit)
+        except isolated.QueryTimedOut:
             return None, False, (f"the query did not finish within {self.config.query_timeout:g} s "
-                                 "(--query-timeout)"), 504
-        error = outcome.get("error")
-        if isinstance(error, SyntaxError):
+                                 "(--query-timeout); it was stopped"), 504
+        except SyntaxError as error:
             return None, False, syntax_message(text, str(error)), 400
-        if isinstance(error, StoreNotFound):
+        except StoreNotFound as error:
             return None, False, str(error), 404
-        if isinstance(error, StoreError):
+        except StoreError as error:
             return None, False, str(error), 400
-        if error is not None:
-            raise error
-        result: QueryResult = outcome["result"]
-        limit = self.config.row_limit
-        cut = len(result.rows) > limit or len(result.triples) > limit
-        result.rows, result.triples = result.rows[:limit], result.triples[:limit]
+        finally:
+            self.queries.release()
         return result, cut, None, 200
 
     async def _query_text(self, request: Request) -> str | None:
