@@ -5,16 +5,33 @@ clients, real stores and real processes."""
 
 from __future__ import annotations
 
+import http.server
+import socketserver
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
 import grpc
+import pytest
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
 
-from otel_prov import spans_to_dataset
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
 from otel_prov.mapping import otlp
+from otel_prov.settings import UiSettings
+from otel_prov.stores import parse_store
+from otel_prov.web import session_url
 from tests import test_serve
 from tests.graphs import assert_isomorphic
 from tests.test_serve import EXPORT, Make, agent_spans, request_of, stored
+from tests.webdata import serve
 
 make_server = test_serve.make_server
 """The fixture: the receiver's real gRPC and HTTP servers on port 0 around an in-memory store."""
@@ -62,3 +79,87 @@ def test_a_corrupt_nested_value_rejects_its_span_for_good_not_the_request_for_ev
     health = server.receiver.health()
     assert health["status"] == "ok" and health["acknowledged_requests"] == 4, health
     assert not any("unexpected" in kind for kind in health["problems"]), health["problems"]
+
+
+# -- the web view ---------------------------------------------------------------------------------
+
+
+@dataclass
+class View:
+    url: str
+    store: Path
+    session: str
+    """The Question IRI of its one agent session."""
+
+
+@pytest.fixture(scope="module")
+def view(tmp_path_factory: pytest.TempPathFactory) -> Iterator[View]:
+    """``otel-prov ui``'s app on a real server (127.0.0.1, a free port) over a store of one session."""
+    store = tmp_path_factory.mktemp("attack-view") / "store"
+    exporter = ProvSpanExporter(store=str(store))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session("What is 2+2?", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.thought("add")
+            step.action("calculator", {"expression": "2+2"})
+            step.observation("4")
+        session.conclude("4")
+    provider.shutdown()
+    running = serve(UiSettings(store=parse_store(str(store)), port=0, query_timeout=2.0))
+    try:
+        yield View(running.url, store, str(session.explain_id))
+    finally:
+        running.stop()
+
+
+class _Listener:
+    """A plain HTTP server on 127.0.0.1 that records every request it gets (what a SERVICE clause,
+    or any other request the view should never make, would reach)."""
+
+    def __init__(self) -> None:
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+                hits.append(("GET", self.path))
+                self.send_response(500)
+                self.end_headers()
+
+            def do_POST(self) -> None:  # noqa: N802
+                hits.append(("POST", self.path))
+                self.send_response(500)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = socketserver.TCPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_session_url_cannot_inject_sparql(view: View) -> None:
+    """The IRI in ``/sessions/{iri}`` went into the reader's SPARQL as ``<{iri}>``: an IRI closing
+    the ``>`` added any clause -- a ``SERVICE`` call to any URL (which the SPARQL page refuses), from
+    a link or an ``<img>`` on any web site, since the view needs no token on loopback -- and other
+    text made it fail with a traceback (500).  Now such an IRI is no session: 404."""
+    listener = _Listener()
+    try:
+        injected = f"{view.session}> ?p ?o }} SERVICE <{listener.url}/ssrf> {{ ?a ?b ?c }} }} #"
+        for iri in (injected, "urn:x y", "urn:a>b", 'urn:"', "urn:{x}"):
+            for prefix in ("/sessions/", "/api/sessions/"):
+                resp = requests.get(view.url + prefix + quote(iri, safe=""), timeout=30)
+                assert resp.status_code == 404, (prefix, iri, resp.status_code, resp.text[:300])
+                assert "not an IRI" in resp.text, resp.text[:300]
+        assert listener.hits == []
+    finally:
+        listener.close()
+    # What is an IRI still reads (percent-encoded characters included).
+    assert requests.get(view.url + session_url(view.session), timeout=30).status_code == 200
+    missing = requests.get(view.url + session_url("urn:trustgraph:agent:no%20such"), timeout=30)
+    assert missing.status_code == 404 and "no trace" in missing.text

@@ -39,6 +39,9 @@ _LISTED = f"""GRAPH <{GRAPH_RETRIEVAL}> {{
 MARKS_PER_QUESTION_UP_TO = 200
 """Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|^`\\]*")
+"""What may stand between ``<`` and ``>`` in SPARQL (its IRIREF), with a scheme: an IRI given by a
+user (a URL's path) is written into queries only if it matches."""
 
 
 class TraceReader:
@@ -160,7 +163,10 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
 
     def find_question(self, iri: str) -> str:
         """The Question of the trace ``iri`` belongs to (``iri`` itself when it is one): the
-        nearest node upstream that has ``tg:query``.  :class:`TraceNotFound` when there is none."""
+        nearest node upstream that has ``tg:query``.  :class:`TraceNotFound` when there is none, or
+        when ``iri`` is not an IRI (it is written into SPARQL: ``>`` would end it and add a clause)."""
+        if not _IRI.fullmatch(iri):
+            raise TraceNotFound(f"not an IRI: {iri[:200]!r} (expected e.g. urn:trustgraph:agent:UUID)")
         frontier, seen = [iri], {iri}
         while frontier:
             for node in frontier:
