@@ -163,3 +163,36 @@ def test_a_session_url_cannot_inject_sparql(view: View) -> None:
     assert requests.get(view.url + session_url(view.session), timeout=30).status_code == 200
     missing = requests.get(view.url + session_url("urn:trustgraph:agent:no%20such"), timeout=30)
     assert missing.status_code == 404 and "no trace" in missing.text
+
+
+SLOW_QUERY = ("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g1 { ?a ?b ?c } GRAPH ?g2 { ?d ?e ?f } "
+              "GRAPH ?g3 { ?h ?i ?j } GRAPH ?g4 { ?k ?l ?m } GRAPH ?g5 { ?n1 ?n2 ?n3 } }")
+"""Hours of work for the store's engine (five copies of the graph joined): it runs until the view's
+timeout stops it, holding one of the two query slots and a core meanwhile."""
+
+
+def test_a_page_on_another_site_cannot_make_the_view_run_queries(view: View) -> None:
+    """Without a token (the default on loopback) any web page the user visits could make the browser
+    request ``/sparql?query=...`` (an ``<img>``, a form posted to it), again and again: two slow
+    queries at a time held both query slots (503 for the user's own queries) and two cores, for as
+    long as the page stayed open (before queries were killed at their timeout: for hours after).
+    The browser says where a request comes from (``Sec-Fetch-Site``; ``Origin`` on a POST): from
+    another site the view runs no query (403; the page shows the query, to run with its Run button)."""
+    cross = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
+    for path in ("/sparql", "/api/sparql"):
+        for headers in (cross, {**cross, "Sec-Fetch-Site": "same-site"}):
+            resp = requests.get(view.url + path, params={"query": SLOW_QUERY}, headers=headers, timeout=30)
+            assert resp.status_code == 403, (path, resp.status_code, resp.text[:300])
+        posted = requests.post(view.url + path, data={"query": SLOW_QUERY}, timeout=30,
+                               headers={"Origin": "http://evil.example"})
+        assert posted.status_code == 403, (path, posted.status_code, posted.text[:300])
+    page = requests.get(view.url + "/sparql", params={"query": SLOW_QUERY}, headers=cross, timeout=30)
+    assert "another site" in page.text and "GRAPH ?g5" in page.text  # shown in the form, not run
+    # Nothing was run: the slots are free, and the view's own requests run queries as before.
+    ask = {"query": "ASK { ?s ?p ?o }"}
+    for headers in ({}, {"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}):
+        resp = requests.get(view.url + "/api/sparql", params=ask, headers=headers, timeout=30)
+        assert resp.status_code == 200 and resp.json()["boolean"] is True, (headers, resp.text[:300])
+    host = view.url.removeprefix("http://")
+    resp = requests.post(view.url + "/api/sparql", data=ask, headers={"Origin": f"http://{host}"}, timeout=30)
+    assert resp.status_code == 200, resp.text[:300]

@@ -325,7 +325,10 @@ class View:
                                    "result": None, "cut": False, "error": None,
                                    "timeout": self.config.query_timeout, "row_limit": self.config.row_limit}
         status = 200
-        if text:
+        if text and _from_another_site(request):
+            context["error"] = CROSS_SITE + ": press Run to run it here"
+            status = 403
+        elif text:
             result, cut, error, status = await _in_thread(self._run, text)
             context.update(result=result, cut=cut, error=error)
         return self.page(request, "sparql.html", status, **context)
@@ -335,6 +338,8 @@ class View:
         if not text:
             return JSONResponse({"error": "no query: give it as ?query=... (or POST a form field query)"},
                                 status_code=400)
+        if _from_another_site(request):
+            return JSONResponse({"error": CROSS_SITE}, status_code=403)
         result, cut, error, status = await _in_thread(self._run, text)
         if result is None:
             return JSONResponse({"error": error}, status_code=status)
@@ -357,6 +362,22 @@ class View:
             "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated)",
             "/api/changes": "a stamp that changes whenever the store does",
         }, "docs": "docs/ui.md"})
+
+
+CROSS_SITE = "query not run: the request came from a page of another site"
+
+
+def _from_another_site(request: Request) -> bool:
+    """Whether a browser made this request for a page of another site (its fetch metadata, or the
+    ``Origin`` of a posted form): such a request may not make the view run a query (a page anywhere
+    could otherwise keep the view's query slots and CPUs busy, the view needing no token on loopback).
+    Requests without these headers (curl, scripts) and the view's own pages are not affected."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    return request.method == "POST" and origin is not None \
+        and origin != f"{request.url.scheme}://{request.headers.get('host', '')}"
 
 
 def _is_analysis(step: TraceStep) -> bool:
