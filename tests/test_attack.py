@@ -6,6 +6,9 @@ clients, real stores and real processes."""
 from __future__ import annotations
 
 import http.server
+import json
+import logging
+import os
 import socketserver
 import threading
 from collections.abc import Iterator
@@ -24,12 +27,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
+from otel_prov.cli import main as cli_main
 from otel_prov.mapping import otlp
 from otel_prov.settings import UiSettings
-from otel_prov.stores import parse_store
+from otel_prov.stores import parse_store, segments
 from otel_prov.web import session_url
 from tests import test_serve
 from tests.graphs import assert_isomorphic
+from tests.stores import read_back
 from tests.test_serve import EXPORT, Make, agent_spans, request_of, stored
 from tests.webdata import serve
 
@@ -196,3 +201,72 @@ def test_a_page_on_another_site_cannot_make_the_view_run_queries(view: View) -> 
     host = view.url.removeprefix("http://")
     resp = requests.post(view.url + "/api/sparql", data=ask, headers={"Origin": f"http://{host}"}, timeout=30)
     assert resp.status_code == 200, resp.text[:300]
+
+
+# -- the store ------------------------------------------------------------------------------------
+
+
+def _export_session(store: Path, question: str) -> None:
+    exporter = ProvSpanExporter(store=str(store))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session(question, tracer_provider=provider) as session:
+        session.conclude("yes")
+    provider.shutdown()
+
+
+def _questions(store: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """``otel-prov list --format json``'s questions (it must succeed)."""
+    capsys.readouterr()
+    code = cli_main(["list", "--store", str(store), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return sorted(row["question"] for row in json.loads(out))
+
+
+def test_stray_truncated_or_renamed_segment_files_do_not_stop_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    """One file in the log's directory named ``*.seg`` that is not a segment (empty, cut short of its
+    header, garbage: a segment truncated by hand, a file copied there) made every reader fail with a
+    traceback and every fold fail, for every writer's segments: nothing was indexed again and
+    nothing could be read, until someone found the file.  It has no committed record (its header is
+    not intact): readers pass over it, and the indexer sets it aside (``NAME.seg.bad``, logged) and
+    folds the rest.  A segment renamed with digits that are not ASCII was the same (its number was
+    unreadable)."""
+    store = tmp_path / "store"
+    _export_session(store, "before?")
+    directory = segments.segments_dir(store)
+    stray = {"aa-1-1-000001.seg": b"", "aa-1-2-000001.seg": segments.MAGIC[:3],
+             "aa-1-3-000001.seg": b"not a segment at all\n" * 10}
+    for name, data in stray.items():
+        (directory / name).write_bytes(data)
+    quad = b"<urn:trustgraph:x> <urn:p> \"renamed\" <urn:graph:retrieval> .\n"
+    (directory / "bb-1-1-\u00b2\u00b3.seg").write_bytes(segments.MAGIC + segments.encode(segments.ADD, quad))
+    with caplog.at_level(logging.WARNING):
+        assert _questions(store, capsys) == ["before?"]  # a reader, nobody indexing
+        _export_session(store, "after?")  # a writer: it folds the log as it closes
+    assert _questions(store, capsys) == ["after?", "before?"]
+    left = sorted(name for name in os.listdir(directory) if name.endswith((".seg", ".bad")))
+    assert left == sorted(f"{name}.bad" for name in stray), left  # set aside, none deleted; the rest folded
+    assert all((directory / f"{name}.bad").read_bytes() == data for name, data in stray.items())
+    with read_back(store) as inner:
+        assert any(q.object.value == "renamed" for q in inner.quads_for_pattern(None, None, None, None))
+    assert any("not an otel-prov log segment" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("checkpoint", [b"{not json", b'{"folded": []}', b'["x"]', b'{"folded": {"a.seg": "x"}}'])
+def test_an_unreadable_checkpoint_is_folded_again_not_fatal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], checkpoint: bytes) -> None:
+    """The checkpoint (how far each segment is folded) unreadable: every reader failed with a
+    traceback and folding stopped for good.  Replaying a writer's operations from further back is
+    harmless (each sets a quad's presence; docs/store.md), so it is read as empty, logged, and the
+    next fold writes it again."""
+    store = tmp_path / "store"
+    _export_session(store, "before?")
+    directory = segments.segments_dir(store)
+    (directory / segments.CHECKPOINT).write_bytes(checkpoint)
+    assert _questions(store, capsys) == ["before?"]
+    _export_session(store, "after?")
+    assert _questions(store, capsys) == ["after?", "before?"]
+    assert isinstance(segments.load_checkpoint(directory), dict)
+    assert json.loads((directory / segments.CHECKPOINT).read_bytes())["version"] == 1

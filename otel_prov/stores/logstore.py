@@ -398,6 +398,10 @@ def _unfolded(directory: Path, names: list[str], folded: dict[str, int]
                     got, ended = seg.read_open_records(fh, offset, budget)
             except FileNotFoundError:
                 return None
+            except seg.NotASegment as exc:  # no record of it is committed (the indexer sets it aside)
+                seg.report_once(f"not a segment:{directory / name}", logging.WARNING, "otel-prov: %s; "
+                                "it is not read", exc)
+                continue
             budget -= sum(len(r.payload) for r in got)
             records.extend(got)
             if not ended:  # the budget ran out within this segment
