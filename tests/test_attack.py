@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import socketserver
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from otel_prov.stores import parse_store, segments
 from otel_prov.web import session_url
 from tests import test_serve
 from tests.graphs import assert_isomorphic
+from tests.procs import clean_env
 from tests.stores import read_back
 from tests.test_serve import EXPORT, Make, agent_spans, request_of, stored
 from tests.webdata import serve
@@ -270,3 +273,64 @@ def test_an_unreadable_checkpoint_is_folded_again_not_fatal(
     assert _questions(store, capsys) == ["after?", "before?"]
     assert isinstance(segments.load_checkpoint(directory), dict)
     assert json.loads((directory / segments.CHECKPOINT).read_bytes())["version"] == 1
+
+
+_FORKING_APP = """
+import os, sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from otel_prov import ProvSpanExporter, agent_session
+
+exporter = ProvSpanExporter(store=sys.argv[1])  # built before the fork, as a preloaded app does
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50))
+
+def work(who):
+    for i in range(int(sys.argv[2])):
+        with agent_session(f"{who} {i}?", tracer_provider=provider) as session:
+            with session.iteration() as step:
+                step.thought("t" * 2000)
+                step.action("calculator", {"expression": f"{i}+1"})
+                step.observation(str(i + 1))
+            session.conclude(str(i + 1))
+
+children = []
+for k in range(3):
+    pid = os.fork()
+    if pid == 0:  # a worker
+        code = 0
+        try:
+            work(f"worker{k}")
+            code = 0 if provider.force_flush(20000) else 3
+            provider.shutdown()
+        except BaseException:
+            code = 4
+        finally:
+            os._exit(code)
+    children.append(pid)
+work("master")
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+provider.shutdown()
+print("children", codes)
+"""
+
+
+def test_workers_forked_from_a_process_with_an_open_exporter_lose_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A process that opened the store (an exporter built at import, as ``opentelemetry-instrument``
+    or a preloaded gunicorn app does) and then forks workers: each worker inherited the parent's log
+    segment and its index, RocksDB's handle included, and folded into it -- the index was corrupted
+    (a worker's close: "Sst file size mismatch", "No such file") and every session was lost, though
+    every ``export()`` had returned SUCCESS.  A forked process now lets the parent's segment and
+    index be (never written, folded or closed there) and opens its own segment on first use."""
+    store = tmp_path / "store"
+    per_process = 5
+    run = subprocess.run([sys.executable, "-c", _FORKING_APP, str(store), str(per_process)],
+                         capture_output=True, text=True, timeout=180, env=clean_env())
+    assert run.returncode == 0 and "children [0, 0, 0]" in run.stdout, run.stdout + run.stderr[-3000:]
+    assert "Corruption" not in run.stderr and "failed" not in run.stderr, run.stderr[-3000:]
+    questions = _questions(store, capsys)
+    expected = sorted(f"{who} {i}?" for who in ("master", "worker0", "worker1", "worker2")
+                      for i in range(per_process))
+    assert questions == expected
+    assert [n for n in os.listdir(segments.segments_dir(store)) if n.endswith(".seg")] == []  # all folded

@@ -26,6 +26,7 @@ from it.  Any number of processes write and read one store at the same time.
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import logging
 import os
@@ -150,6 +151,16 @@ class IndexerService:
             finally:
                 self.lock.release()
 
+    def forget(self) -> None:
+        """In a process forked from this one's: let the parent's index be.  Its RocksDB handle is
+        never used, closed or destroyed here (closing it writes to the index the parent goes on
+        writing); this process's copy of the index lock's descriptor is closed (the parent keeps the
+        lock)."""
+        if self.index is not None:
+            _keep_for_ever(self.index)
+        self.index = self.indexer = None
+        self.lock.release()
+
     def close(self, deadline: float | None = None) -> None:
         """Stop folding in the background; then, until ``deadline`` (``time.monotonic()``; None:
         no limit), fold what is left if this process holds the index or can take it -- the last
@@ -194,15 +205,47 @@ class LoggedStore:
         except BaseException:
             self.log.close()
             raise
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()
+        self._inherited = False
+
+    def _own(self) -> None:
+        """In a process forked from the one that opened the store (workers of a preloaded app, a
+        ``multiprocessing`` pool): the log segment and the index it inherited are the parent's --
+        appending to that segment, or folding with that RocksDB handle, corrupts the index.  Let
+        them be, and open this process's own segment and indexer (on first use, not at the fork)."""
+        if self._pid == os.getpid():
+            return
+        with self._fork_lock:  # never held at a fork: only taken here, in a forked process
+            if self._pid == os.getpid():
+                return
+            self._let_go()
+            log = seg.SegmentWriter(seg.segments_dir(self.path))  # OSError: tried again next time
+            try:
+                service = IndexerService(self.path)
+            except BaseException:
+                log.close()
+                raise
+            self.log, self.service, self._pid, self._inherited = log, service, os.getpid(), False
+
+    def _let_go(self) -> None:
+        """Let the parent's segment and index be (once; called with the fork lock held)."""
+        if not self._inherited:
+            self._inherited = True
+            self.log.forget()
+            self.service.forget()
 
     @property
     def position(self) -> int:
         """Bytes appended so far: pass to :meth:`sync`."""
+        self._own()
         return self.log.appended
 
     @property
     def failure(self) -> str | None:
         """Why the log cannot be written now (None: it can); cleared by the log's own probe."""
+        if self._pid != os.getpid():
+            return None  # the parent's is not this process's
         return self.log.failure
 
     def add(self, data: bytes, count: int) -> None:
@@ -217,16 +260,22 @@ class LoggedStore:
         if data:
             records.append((seg.ADD, data))
         if records:
+            self._own()
             self.log.append_all(records)
 
     def sync(self, upto: int | None = None, timeout: float | None = None) -> bool:
         """Whether everything appended up to ``upto`` (default: so far) became durable within
         ``timeout`` seconds (group commit: callers at the same time share one ``fdatasync``)."""
+        self._own()
         return self.log.sync(upto, timeout)
 
     def close(self, timeout: float | None = None) -> None:
         """Sync and seal this process's segment, fold what is left (within ``timeout`` seconds, if
         this process indexes or nobody does), release the index."""
+        if self._pid != os.getpid():  # forked, and nothing written here: the parent's are its own
+            with self._fork_lock:
+                self._let_go()
+            return
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self.log.close()
@@ -250,6 +299,16 @@ class LoggedStore:
         if self.service.index is not None:
             self.service.fold()
         return _Closing(open_reader(self.path))
+
+
+_KEPT: list[Any] = []
+
+
+def _keep_for_ever(obj: Any) -> None:
+    """Never destroy ``obj`` in this process, not even at its exit (a RocksDB handle inherited from a
+    parent: its destructor would write to the parent's index)."""
+    _KEPT.append(obj)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))  # survives the interpreter's clean-up too
 
 
 class _Closing:

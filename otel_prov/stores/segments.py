@@ -513,6 +513,18 @@ class SegmentWriter:
             with self._lock:
                 self._recovered("append")
 
+    def forget(self) -> None:
+        """In a process forked from this writer's: close this process's copies of its descriptors and
+        nothing else -- no write, sync, truncation or lock (a thread of the parent may have held one at
+        the fork).  The segments stay the parent's, locked by it."""
+        fds = [fd for fd, _ in self._retired] + ([self._fd] if self._fd >= 0 else [])
+        self._fd, self._retired, self._closed = -1, [], True
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def close(self) -> None:
         """Sync and seal: the segments' locks are released, so an indexer may fold them and delete
         them.  Raises ``OSError`` if the last ``fdatasync`` fails (the segments are closed anyway)."""
