@@ -9,6 +9,7 @@ import http.server
 import json
 import logging
 import os
+import socket
 import socketserver
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import grpc
 import pytest
@@ -334,3 +335,25 @@ def test_workers_forked_from_a_process_with_an_open_exporter_lose_nothing(
                       for i in range(per_process))
     assert questions == expected
     assert [n for n in os.listdir(segments.segments_dir(store)) if n.endswith(".seg")] == []  # all folded
+
+
+def test_the_token_link_redirects_only_within_the_view(view: View) -> None:
+    """``?token=`` sets the cookie and redirects to the same path without the token; a path starting
+    ``//`` (or ``%2F%2F``) made that a redirect to another site (``Location: //evil.example/``)."""
+    running = serve(UiSettings(store=parse_store(str(view.store)), port=0, token="s3cret"))
+    try:
+        for target in ("//evil.example/?token=s3cret", "/%2F%2Fevil.example?token=s3cret",
+                       "/%2F/evil.example?token=s3cret", "/\\\\evil.example?token=s3cret"):
+            with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
+                sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+            assert head.startswith("http/1.1 303"), (target, head)
+            location = next(line.split(":", 1)[1].strip() for line in head.split("\r\n")
+                            if line.startswith("location:"))
+            assert location.startswith("/") and not location.startswith(("//", "/\\")), (target, location)
+            assert urljoin("http://127.0.0.1/", location).startswith("http://127.0.0.1/"), location
+    finally:
+        running.stop()

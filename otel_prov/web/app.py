@@ -431,7 +431,8 @@ async def _authorised(view: View, request: Request,
         if not hmac.compare_digest(given.encode(), token.encode()):
             return _unauthorised(view, request, "wrong token")
         rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
-        response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+        path = "/" + request.url.path.lstrip("/\\")  # never "//host": a redirect to another site
+        response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
         response.set_cookie(COOKIE, view.cookie, httponly=True, samesite="lax", path="/")
         return response
     auth = request.headers.get("authorization", "")
