@@ -308,14 +308,15 @@ class Receiver:
         """Read, map and submit the request a slice at a time (:data:`SLICE_SPANS` spans): a large
         request never holds all its spans as records at once, and it takes its turn at the mapping
         slice by slice, in arrival order with the other requests, so it cannot starve them."""
-        rejected: list[str] = []
+        rejected, first_rejected = 0, ""  # a count, not every message: a request may hold millions
         updates: list[Update] = []
         accepted = added = 0
         seq = self._writer.submitted  # a request with no span waits for nothing new
         for part in otlp_slices(request.resource_spans, SLICE_SPANS):
-            rejected.extend(part.rejected)
             problems = part.problems
             if part.rejected:
+                rejected += len(part.rejected)
+                first_rejected = first_rejected or part.rejected[0]
                 problems.append("spans rejected: invalid trace or span id")
             try:
                 with self._turns:
@@ -331,7 +332,8 @@ class Receiver:
             # A span the mapping raised on, or too large for the store, is rejected (a retry would
             # fail the same way); the others are stored.
             for rec, error in update.failed:
-                rejected.append(f"span {rec.name[:200]!r} rejected: {error}")
+                rejected += 1
+                first_rejected = first_rejected or f"span {rec.name[:200]!r} rejected: {error}"
                 problems.append(f"span rejected ({_kind(error)})")
             accepted += len(part.records) - len(update.failed)
             added += len(update.add)
@@ -346,13 +348,13 @@ class Receiver:
         with self._cv:
             self.stats.acknowledged_requests += 1
             self.stats.spans_acknowledged += accepted
-            self.stats.spans_rejected += len(rejected)
+            self.stats.spans_rejected += rejected
             self.stats.quads_submitted += added
         if rejected:
-            message = f"{len(rejected)} span(s) rejected: {rejected[0]}"
-            if len(rejected) > 1:
-                message += f" (and {len(rejected) - 1} more)"
-            return Outcome(Answer.OK, message, rejected_spans=len(rejected))
+            message = f"{rejected} span(s) rejected: {first_rejected}"
+            if rejected > 1:
+                message += f" (and {rejected - 1} more)"
+            return Outcome(Answer.OK, message, rejected_spans=rejected)
         return Outcome(Answer.OK)
 
     def _await(self, seq: int, deadline: float | None) -> Outcome | None:
