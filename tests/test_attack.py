@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
 from otel_prov.cli import main as cli_main
 from otel_prov.mapping import otlp
+from otel_prov.mapping.spans import records_from_otlp
 from otel_prov.serve.receiver import Receiver
 from otel_prov.settings import UiSettings
 from otel_prov.stores import parse_store, segments
@@ -392,3 +393,37 @@ def _varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def test_text_that_is_not_utf8_is_replaced_not_the_whole_request_refused(make_server: Make) -> None:
+    """Protobuf requires text to be UTF-8, and this receiver's parser refused a whole request for one
+    bad byte (INVALID_ARGUMENT / 400: the client drops it for good).  The Collector does not check
+    (open-telemetry/opentelemetry-collector#11449) and batches such a span, from an SDK that does not
+    check either, with other agents' spans: every span of the batch was lost.  Now the bytes that are
+    not UTF-8 are replaced by U+FFFD, as the exporter does with text Python cannot encode (OTEP 257's
+    recommendation), and the rest is stored."""
+    server = make_server()
+    spans = agent_spans(3)
+    body = request_of(spans).SerializeToString()
+    assert body.count(b"question 1?") == 2 and body.count(b"thought 2.1") == 1
+    # The same lengths (a space made a byte that is not UTF-8), so the wire format stays whole.
+    bad = body.replace(b"question 1?", b"question\xff1?").replace(b"thought 2.1", b"thought\xc32.1")
+    url = f"http://{server.http_address}/v1/traces"
+    with grpc.insecure_channel(server.grpc_address) as channel:
+        raw = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        answer = ExportTraceServiceResponse.FromString(raw(bad, timeout=20))
+    assert not answer.HasField("partial_success"), answer
+    resp = requests.post(url, data=bad, headers={"Content-Type": "application/x-protobuf"}, timeout=20)
+    assert resp.status_code == 200, resp.content[:300]
+    request = otlp.ExportTraceServiceRequest.FromString(body)
+    for span in request.resource_spans[0].scope_spans[0].spans:
+        for kv in span.attributes:
+            text = kv.value.string_value
+            if text in ("question 1?", "thought 2.1"):
+                kv.value.string_value = text.replace(" ", "\ufffd")
+    expected = spans_to_dataset(records_from_otlp(request.resource_spans)[0])
+    assert_isomorphic(expected, stored(server))
+    assert "text that is not UTF-8 (replaced by U+FFFD)" in server.receiver.health()["problems"]
+    # Still undecodable: a body that is not protobuf at all.
+    resp = requests.post(url, data=b"\x0a\x05abc", headers={"Content-Type": "application/x-protobuf"}, timeout=20)
+    assert resp.status_code == 400
