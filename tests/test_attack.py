@@ -427,3 +427,12 @@ def test_text_that_is_not_utf8_is_replaced_not_the_whole_request_refused(make_se
     # Still undecodable: a body that is not protobuf at all.
     resp = requests.post(url, data=b"\x0a\x05abc", headers={"Content-Type": "application/x-protobuf"}, timeout=20)
     assert resp.status_code == 400
+
+
+def test_an_offset_past_any_number_is_an_empty_page_not_a_500(view: View) -> None:
+    """``/api/sessions?offset=`` went into the SPARQL ``OFFSET`` as given: past 2**64 the query did
+    not parse, and the view answered 500 with a traceback in its log."""
+    for offset in (10**23, 2**64, 2**63):
+        resp = requests.get(view.url + "/api/sessions", params={"offset": offset}, timeout=30)
+        assert resp.status_code == 200, (offset, resp.text[:200])
+        assert resp.json()["sessions"] == [] and resp.json()["total"] == 1

@@ -65,6 +65,8 @@ MAX_QUERIES = 2
 """SPARQL queries running at once (one that outlives its timeout keeps its place until it ends)."""
 MAX_QUERY_BYTES = 1 << 20
 """A posted query larger than this is not read."""
+MAX_OFFSET = 1 << 62
+"""The largest ``offset`` asked of the store (SPARQL engines read ``OFFSET`` as a 64-bit number)."""
 DOWNLOADS = ("turtle", "trig", "jsonld", "svg")
 COOKIE = "otel_prov_ui"
 EXAMPLE_QUERY = """SELECT ?session ?question ?time WHERE {
@@ -195,7 +197,7 @@ class View:
 
     def api_sessions(self, request: Request) -> Response:
         _, filters = self._filters(request)
-        offset = max(_int(request.query_params.get("offset"), 0), 0)
+        offset = min(max(_int(request.query_params.get("offset"), 0), 0), MAX_OFFSET)
         limit = min(max(_int(request.query_params.get("limit"), PAGE_SIZE), 1), 1000)
         try:
             with self.store() as store:
