@@ -42,6 +42,7 @@ from otel_prov.web import session_url
 from tests import test_serve
 from tests.graphs import assert_isomorphic
 from tests.procs import clean_env
+from tests.sparql_servers import question_count, start_oxigraph
 from tests.stores import read_back
 from tests.test_serve import EXPORT, MIB, Make, agent_spans, request_of, stored
 from tests.webdata import serve
@@ -436,3 +437,19 @@ def test_an_offset_past_any_number_is_an_empty_page_not_a_500(view: View) -> Non
         resp = requests.get(view.url + "/api/sessions", params={"offset": offset}, timeout=30)
         assert resp.status_code == 200, (offset, resp.text[:200])
         assert resp.json()["sessions"] == [] and resp.json()["total"] == 1
+
+
+def test_workers_forked_from_a_process_with_an_open_exporter_reach_a_remote_store(tmp_path: Path) -> None:
+    """The same with a dataset on a SPARQL server as the store: a forked worker's exporter queued
+    its spans for a writer thread the fork had not copied, and its HTTP connections were the
+    parent's sockets.  ``export()`` returned SUCCESS and nothing of the workers reached the server.
+    A forked process now starts its own writer thread and opens its own connections."""
+    server = start_oxigraph(tmp_path)
+    try:
+        run = subprocess.run([sys.executable, "-c", _FORKING_APP, server.url, "5"],
+                             capture_output=True, text=True, timeout=180, env=clean_env())
+        assert run.returncode == 0 and "children [0, 0, 0]" in run.stdout, run.stdout + run.stderr[-3000:]
+        assert "not everything could be stored" not in run.stderr, run.stderr[-3000:]
+        assert question_count(server.url) == 4 * 5
+    finally:
+        server.stop()

@@ -16,6 +16,7 @@ and headers are never printed.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import ssl
 import urllib.parse
@@ -75,7 +76,10 @@ class HttpConnection:
                 tls["cert_file"] = str(remote.client_cert)
                 if remote.client_key is not None:
                     tls["key_file"] = str(remote.client_key)
-        self._pool = urllib3.PoolManager(num_pools=2, maxsize=4, headers=headers, retries=False, **tls)
+        self._pool_options: dict[str, Any] = {"num_pools": 2, "maxsize": 4, "headers": headers,
+                                               "retries": False, **tls}
+        self._pool = urllib3.PoolManager(**self._pool_options)
+        self._pid = os.getpid()
         if remote.token or remote.user is not None:
             host = urllib.parse.urlsplit(base_url).hostname or ""
             if base_url.startswith("http:") and host not in ("127.0.0.1", "localhost", "::1"):
@@ -96,6 +100,8 @@ class HttpConnection:
         if params:
             url = f"{url}?{_encode(params)}"
         all_headers = {**self._headers, **(headers or {})}
+        if self._pid != os.getpid():  # forked: the pooled connections are the parent's sockets
+            self._pool, self._pid = urllib3.PoolManager(**self._pool_options), os.getpid()
         for attempt in (1, 2):
             try:
                 response = self._pool.request(method, url, body=body, headers=all_headers,
