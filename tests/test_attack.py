@@ -26,7 +26,6 @@ import pytest
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
-
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -263,7 +262,8 @@ def test_stray_truncated_or_renamed_segment_files_do_not_stop_the_store(
     assert any("not an otel-prov log segment" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("checkpoint", [b"{not json", b'{"folded": []}', b'["x"]', b'{"folded": {"a.seg": "x"}}'])
+@pytest.mark.parametrize("checkpoint",
+                         [b"{not json", b'{"folded": []}', b'["x"]', b'{"folded": {"a.seg": "x"}}'])
 def test_an_unreadable_checkpoint_is_folded_again_not_fatal(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], checkpoint: bytes) -> None:
     """The checkpoint (how far each segment is folded) unreadable: every reader failed with a
@@ -350,7 +350,8 @@ def test_the_token_link_redirects_only_within_the_view(view: View) -> None:
         for target in ("//evil.example/?token=s3cret", "/%2F%2Fevil.example?token=s3cret",
                        "/%2F/evil.example?token=s3cret", "/\\\\evil.example?token=s3cret"):
             with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
-                sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+                sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                             .encode())
                 answer = b""
                 while chunk := sock.recv(65536):
                     answer += chunk
@@ -426,7 +427,8 @@ def test_text_that_is_not_utf8_is_replaced_not_the_whole_request_refused(make_se
     assert_isomorphic(expected, stored(server))
     assert "text that is not UTF-8 (replaced by U+FFFD)" in server.receiver.health()["problems"]
     # Still undecodable: a body that is not protobuf at all.
-    resp = requests.post(url, data=b"\x0a\x05abc", headers={"Content-Type": "application/x-protobuf"}, timeout=20)
+    resp = requests.post(url, data=b"\x0a\x05abc", timeout=20,
+                         headers={"Content-Type": "application/x-protobuf"})
     assert resp.status_code == 400
 
 

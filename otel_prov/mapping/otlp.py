@@ -26,7 +26,8 @@ _NESTED = ("array_value", "kvlist_value")
 
 
 _MODULES = (common_pb2, resource_pb2, trace_pb2, trace_service_pb2)
-_BYTES, _STRING = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES, descriptor_pb2.FieldDescriptorProto.TYPE_STRING
+_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+_STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 
 
 def _pool(*, lenient: bool = False) -> descriptor_pool.DescriptorPool:
