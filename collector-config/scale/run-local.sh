@@ -312,8 +312,12 @@ sed -e "s#@KAFKA_HOST@#$HOST#g" -e "s#@KAFKA_PORT@#$KAFKA_PORT#g" \
 	"$SCRIPT_DIR/server.properties.in" >"$RUN_DIR/server.properties"
 KAFKA_JAVA=(java -cp "$KAFKA_LIB/*" "-Dlog4j2.configurationFile=$SCRIPT_DIR/kafka-log4j2.properties")
 if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
-	# A cluster id is 16 random bytes, base64url without padding (what `StorageTool random-uuid` prints).
-	cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	# A cluster id is 16 random bytes, base64url without padding (what `StorageTool random-uuid` prints);
+	# one that starts with '-' would be read by StorageTool as an option, so draw again.
+	cluster_id=-
+	while [[ $cluster_id == -* ]]; do
+		cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	done
 	t0=$(date +%s.%N)
 	"${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$RUN_DIR/server.properties" \
 		>"$RUN_DIR/logs/kafka-format.log" 2>&1 || {
