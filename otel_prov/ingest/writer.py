@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.quads import Quad
-from ..stores.base import AppendStore, WriteStore
+from ..stores.base import AppendStore, WriteStore, open_private
 
 logger = logging.getLogger(__name__)
 
@@ -293,10 +293,10 @@ class Writer(_Counters):
             ops, self._queue = list(self._queue), deque()
         self.rescued = True
         directory = self._rescue_dir or Path.cwd()
-        path = directory / f"otel-prov-rescue-{os.getpid()}-{int(time.time())}.nq"
+        path = directory / f"otel-prov-rescue-{os.getpid()}-{time.time_ns()}.nq"
         removals = sum(1 for op in ops if op.remove)
         try:
-            with open(path, "wb") as fh:
+            with open_private(path) as fh:
                 for op in ops:
                     fh.write(op.data)
             logger.error("otel-prov: the store could not be written; %d unwritten batches saved as "

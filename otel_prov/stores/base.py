@@ -9,10 +9,11 @@ a backend's own types.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import rdflib
 
@@ -186,3 +187,12 @@ class ReadStore(Protocol):
     def to_dataset(self) -> rdflib.Dataset: ...
 
     def close(self) -> None: ...
+
+
+def open_private(path: Path, *, append: bool = False) -> BinaryIO:
+    """A file only its owner can read (``0600``), for data set aside next to a store (spans that
+    could not be stored, quads a server refused): never through a symbolic link, and, unless
+    ``append``, never one that exists already (:class:`FileExistsError`)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_APPEND if append else os.O_EXCL
+    return os.fdopen(os.open(path, flags, 0o600), "ab" if append else "wb")

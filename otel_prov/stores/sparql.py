@@ -48,7 +48,7 @@ import rdflib
 from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, dataset_from_nquads, delete_data, insert_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
-from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Remote, Row, StoreSpec, Term
+from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Remote, Row, StoreSpec, Term, open_private
 from .http import HttpConnection, HttpStatusError
 from .oxigraph import term
 
@@ -160,7 +160,7 @@ class SparqlStore:
             path = directory / f"otel-prov-rejected-{os.getpid()}.nq"
             try:
                 directory.mkdir(parents=True, exist_ok=True)
-                with open(path, "ab") as handle:
+                with open_private(path, append=True) as handle:
                     handle.write(line if line.endswith(b"\n") else line + b"\n")
             except OSError as exc:  # not saved: keep it in the writer's queue (retried, rescued at close)
                 raise StoreError(f"{self.url} refused a quad ({error.detail[:300] or error.status}) and it "
