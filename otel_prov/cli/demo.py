@@ -145,7 +145,9 @@ def _shown(args: argparse.Namespace, spec: StoreSpec, reader: TraceReader, ids: 
     linked = f" --jaeger-url {shlex.quote(args.jaeger_url)}" if args.jaeger_url else ""
     out = [f"$ otel-prov list{at}", table]
     if total > len(rows):
-        out.append(f"({total - len(rows)} earlier sessions in this store: otel-prov list{at})")
+        earlier = total - len(rows)
+        sessions = "session" if earlier == 1 else "sessions"
+        out.append(f"({earlier} earlier {sessions} in this store: otel-prov list{at})")
     for iri, text in shows:
         out += ["", f"$ otel-prov show {iri}{at}{linked}", text]
     if not args.ui:
