@@ -37,7 +37,7 @@ def store_spec(args: argparse.Namespace) -> StoreSpec:
     spec = settings.STORE.get(args.store, via="flag")
     if spec.in_memory:
         raise UsageError("the store 'memory:' lives inside the process that writes it; give an on-disk "
-                       f"store with --store or {settings.STORE.env}")
+                         f"store with --store or {settings.STORE.env}")
     return spec
 
 
