@@ -635,7 +635,7 @@ def test_listening_beyond_loopback_without_a_token_is_refused(monkeypatch: pytes
         assert serve_settings(store="memory:", host=host).loopback
     result = subprocess.run([*serve_command(), "--store", "memory:", "--host", "0.0.0.0", "--grpc-port", "0",
                              "--http-port", "0"], capture_output=True, text=True, timeout=60, env=clean_env())
-    assert result.returncode == 1
+    assert result.returncode == 2  # a bad value: a usage error
     assert "refusing to listen on 0.0.0.0 without a token" in result.stderr
     assert "--public-without-token" in result.stderr
 

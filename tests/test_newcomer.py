@@ -82,3 +82,49 @@ def test_the_readme_python_example_runs_as_written(clone: Path, tmp_path: Path) 
     assert "Question: What is the capital of France?" in shown.stdout
     assert "Thought: I need to query the knowledge base" in shown.stdout
     assert "  Paris" in shown.stdout.splitlines()  # the answer
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_setup_interrupted_says_so_and_exits_130(tmp_path: Path, how: str) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group) or SIGTERM (to the script) during a step of
+    .ci/setup: the step's command is stopped, one line, exit 130 -- not "FAILED: pip-install" and a
+    log tail.  The step's command is a stand-in for pip that waits, run by the script as committed."""
+    import signal
+    import time
+
+    (tmp_path / ".ci").mkdir()
+    (tmp_path / ".ci" / "setup").write_bytes((REPO / ".ci" / "setup").read_bytes())
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    started = tmp_path / "pip.pid"
+    fake = venv_bin / "python"
+    # as pip does: Ctrl-C or SIGTERM ends it with status 1 (KeyboardInterrupt), not by the signal
+    fake.write_text(f"#!/bin/sh\ntrap 'exit 1' INT TERM\necho \"$$\" > {started}\nsleep 120 &\nwait $!\n")
+    fake.chmod(0o755)
+    proc = subprocess.Popen(["bash", ".ci/setup"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={"PATH": os.environ["PATH"]})
+    try:
+        deadline = time.monotonic() + 30
+        while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pip = int(started.read_text())
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "setup: interrupted" and "FAILED" not in err, err
+    assert not Path(f"/proc/{pip}").exists() or "zombie" in _state(pip), "the step's command was left running"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].splitlines()[0].lower()
+    except (OSError, IndexError):
+        return "zombie"

@@ -468,9 +468,9 @@ def test_a_big_write_goes_in_parts_and_a_removal_follows_it(
 # -- a wrong URL ------------------------------------------------------------------------------------
 
 
-def one_error_line(result: Result, *needles: str) -> str:
-    """test_cli's check (one line, exit 1, nothing on stdout), and the line."""
-    cli_one_error_line(result, *needles)
+def one_error_line(result: Result, *needles: str, code: int = 1) -> str:
+    """test_cli's check (one line, exit ``code``, nothing on stdout), and the line."""
+    cli_one_error_line(result, *needles, code=code)
     return result.err.strip()
 
 
@@ -482,7 +482,7 @@ def test_a_wrong_url_is_one_line_at_start(servers: dict[str, SparqlServer], caps
     one_error_line(cli(capsysbinary, "list", "--store", nothing), f"no SPARQL dataset at {nothing}",
                    "names a dataset")
     one_error_line(cli(capsysbinary, "list", "--store", "http://user:secret@127.0.0.1:1/ds"),
-                   "credentials do not go into the store URL")
+                   "credentials do not go into the store URL", code=2)
     assert "secret" not in cli(capsysbinary, "list", "--store", "http://user:secret@127.0.0.1:1/ds").err
     # https:// to a plain-HTTP server: the handshake never ends; the message says why, with the
     # timeout it waited, not another one.
@@ -507,7 +507,7 @@ def test_the_bulk_loader_is_for_oxigraph_only(servers: dict[str, SparqlServer], 
                    "Oxigraph")
     monkeypatch.setenv("OTEL_PROV_STORE_BULK_LOAD", "maybe")
     one_error_line(cli(capsysbinary, "list", "--store", servers["oxigraph"].url),
-                   "OTEL_PROV_STORE_BULK_LOAD='maybe': expected true or false")
+                   "OTEL_PROV_STORE_BULK_LOAD='maybe': expected true or false", code=2)
 
 
 def test_a_server_that_is_not_sparql_or_redirects(capsysbinary: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -639,7 +639,8 @@ def test_tls(workdir: Path, pki: Pki, spans: list[ReadableSpan], capsysbinary: A
         export_to(server.url, spans[:30])
         assert cli(capsysbinary, "list", "--store", server.url).code == 0
         monkeypatch.setenv("OTEL_PROV_STORE_CA", str(workdir / "no-such-ca.pem"))
-        one_error_line(cli(capsysbinary, "list", "--store", server.url), "OTEL_PROV_STORE_CA", "no such file")
+        one_error_line(cli(capsysbinary, "list", "--store", server.url), "OTEL_PROV_STORE_CA", "no such file",
+                       code=2)
     finally:
         server.stop()
 

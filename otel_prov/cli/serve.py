@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import settings
-from ..errors import ProvError
+from ..errors import ConfigError, ProvError
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         server = Server(config)
     except (ProvError, OSError) as exc:
         print(f"otel-prov serve: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, ConfigError) else 1  # a bad value: a usage error, as argparse's
     if stop.is_set():  # SIGINT / SIGTERM while starting: nothing was acknowledged yet
         server.stop(0)
         print("otel-prov serve: interrupted while starting", file=sys.stderr)
@@ -102,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
              f"http={server.http_address}" if server.http_address else "http=off",
              f"store={config.store}"]
     print("otel-prov serve: listening " + " ".join(parts), flush=True)
+    if config.store.in_memory:
+        logger.warning("otel-prov serve: the store is in memory (memory:): everything received is lost "
+                       "when serve stops, and no other command can read it; give --store PATH to keep it")
     if not config.loopback and config.token is None:
         logger.warning("otel-prov serve: listening on %s without a token, as %s says: anyone who can "
                        "reach it can write to the store", config.host,

@@ -15,7 +15,7 @@ from typing import Any
 import pyoxigraph
 import rdflib
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, dataset_from_nquads, delete_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Row, StoreSpec, Term
@@ -269,9 +269,34 @@ def open_for_writing(spec: StoreSpec) -> Any:
 
 
 def open_for_reading(spec: StoreSpec) -> OxigraphStore:
-    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created."""
+    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created
+    (naming the store inside the directory given, when there is one: its parent was given)."""
     if spec.path is None:
         return OxigraphStore(None)
     from .logstore import open_reader
 
-    return open_reader(spec.path)
+    try:
+        return open_reader(spec.path)
+    except StoreNotFound as exc:
+        inside = store_inside(spec.path)
+        if inside is None:
+            raise
+        raise StoreNotFound(f"no store at {spec.path}, but there is one inside it: {inside} (give that "
+                            "to --store or OTEL_PROV_STORE)") from exc
+
+
+def store_inside(path: Path, most: int = 100) -> Path | None:
+    """A store directly inside the directory ``path`` (``store`` first, as the default store's
+    parent has it; then the other directories, looking at ``most`` at most), or None."""
+    from .segments import segments_dir
+
+    def is_store(candidate: Path) -> bool:
+        return (candidate / "CURRENT").is_file() or segments_dir(candidate).is_dir()
+
+    try:
+        children = sorted(child for _, child in zip(range(most), path.iterdir(), strict=False)
+                          if child.is_dir())
+    except OSError:
+        return None
+    children.sort(key=lambda child: child.name != "store")
+    return next((child for child in children if is_store(child)), None)

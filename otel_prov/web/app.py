@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import math
+import shlex
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -117,7 +118,7 @@ def _templates() -> Jinja2Templates:
     env = jinja2.Environment(loader=jinja2.PackageLoader("otel_prov.web", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
-                       title=step_title, summary=step_summary, term=term)
+                       title=step_title, summary=step_summary, term=term, shell=shlex.quote)
     env.globals.update(hidden=HIDDEN)
     return Jinja2Templates(env=env)
 
@@ -306,6 +307,8 @@ class View:
             return None, False, syntax_message(text, str(error)), 400
         except StoreNotFound as error:
             return None, False, str(error), 404
+        except isolated.StoreUnreadable as error:  # not the query's fault: the store cannot be read
+            return None, False, str(error), 503
         except StoreError as error:
             return None, False, str(error), 400
         finally:
@@ -477,5 +480,20 @@ def create_app(config: UiSettings) -> Starlette:
         return view.problem(request, 404, "Not found", f"nothing at {request.url.path}",
                             api=request.url.path.startswith("/api"))
 
+    async def store_failed(request: Request, exc: Exception) -> Response:
+        """The store could not be read for this request (a server down, a damaged store): a page
+        (or ``{"error": ...}``) saying so, and one log line; never a traceback."""
+        logger.warning("web view: %s %s: the store cannot be read: %s", request.method, request.url.path, exc)
+        return view.problem(request, 503, "The store cannot be read", f"{exc}",
+                            api=request.url.path.startswith("/api"))
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        """Anything else: a page (or JSON) saying so; the server logs the traceback."""
+        response = view.problem(request, 500, "Internal error",
+                                f"this request failed ({type(exc).__name__}); the details are in the log "
+                                "of otel-prov ui", api=request.url.path.startswith("/api"))
+        response.headers.update(_HEADERS)  # answered outside the guard
+        return response
+
     return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=_guard(view))],
-                     exception_handlers={404: not_found})
+                     exception_handlers={404: not_found, StoreError: store_failed, Exception: failed})

@@ -14,6 +14,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..errors import StoreError, StoreNotFound
+from ..read import queries
 from ..stores import StoreSpec, open_for_reading
 from ..stores.base import QueryResult
 
@@ -24,10 +25,15 @@ class QueryTimedOut(Exception):
     """The query did not finish in time; its process was stopped."""
 
 
+class StoreUnreadable(StoreError):
+    """The store could not be opened to run the query (not the query's fault)."""
+
+
 def run_query(spec: StoreSpec, sparql: str, *, timeout: float, row_limit: int) -> tuple[QueryResult, bool]:
     """The query's result (at most ``row_limit`` rows or triples) and whether it was cut.  Raises
-    :class:`SyntaxError`, :class:`~otel_prov.errors.StoreNotFound`, :class:`StoreError`, or
-    :class:`QueryTimedOut` (the child was killed)."""
+    :class:`SyntaxError`, :class:`~otel_prov.errors.StoreNotFound`, :class:`StoreUnreadable`,
+    :class:`StoreError`, or :class:`QueryTimedOut` (the child was killed).  ``SELECT *``'s columns
+    come in the query's order (:func:`otel_prov.read.queries.run_query`)."""
     receive, send = _CONTEXT.Pipe(duplex=False)
     child = _CONTEXT.Process(target=_child, args=(send, spec, sparql, row_limit), daemon=True,
                              name="otel-prov-ui-query")
@@ -47,7 +53,8 @@ def run_query(spec: StoreSpec, sparql: str, *, timeout: float, row_limit: int) -
     if kind == "result":
         result, cut = value
         return result, cut
-    error = {"syntax": SyntaxError, "not-found": StoreNotFound}.get(kind, StoreError)
+    errors = {"syntax": SyntaxError, "not-found": StoreNotFound, "unreadable": StoreUnreadable}
+    error = errors.get(kind, StoreError)
     raise error(value)
 
 
@@ -68,10 +75,17 @@ def _next(receive: Connection, wait: float, late: str) -> tuple[str, Any]:
 def _child(send: Connection, spec: StoreSpec, sparql: str, row_limit: int) -> None:
     answer: tuple[str, Any]
     try:
-        store = open_for_reading(spec)
+        try:
+            store = open_for_reading(spec)
+        except StoreError as exc:
+            if isinstance(exc, StoreNotFound):
+                raise
+            send.send(("unreadable", str(exc)))
+            send.close()
+            return
         send.send(("ready", None))
         try:
-            result = store.run_query(sparql)
+            result = queries.run_query(store, sparql)
         finally:
             store.close()
         cut = len(result.rows) > row_limit or len(result.triples) > row_limit
