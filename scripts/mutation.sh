@@ -107,3 +107,13 @@ if checked:
 for name in survivors:
     print("survived:", name)
 EOF
+
+# Which survivors change an emitted triple (scripts/mutation_oracle.py): mutmut's verdict says only
+# that no test noticed; this says whether the graph changes at all, on a corpus of spans.
+grep ": survived$" "$WORK/results.txt" > "$WORK/survivors.txt" || true
+if [ -s "$WORK/survivors.txt" ]; then
+    echo "mutation: mapping a corpus with each survivor ($WORK/oracle.txt)"
+    (cd "$WORK/mutants" && "$PY" "$REPO/scripts/mutation_oracle.py" "$WORK/mutants" "$SPANS" \
+        "$WORK/survivors.txt" > "$WORK/oracle.txt" 2>&1) || echo "mutation: the oracle failed (see $WORK/oracle.txt)"
+    grep -v ": same graph$" "$WORK/oracle.txt" || true
+fi
