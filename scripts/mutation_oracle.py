@@ -10,6 +10,11 @@ time in reverse order (the incremental mapper's removals applied), so a mutant t
 triple on any of them, or raises, is reported as "changes triples".  A mutant that changes none is
 reported as "same graph": equivalent as far as the graph goes, on this corpus (evidence, not proof).
 
+Before that, each survivor meets test_interop's own assertion (tests/interop/chain.py: every
+recorded real-instrumentation scenario, both profiles, against the chain its story played): a
+mutant that fails it is "killed by test_interop" -- the suite kills it, though mutmut's per-mutant
+run leaves test_interop out (it would take 20 s a mutant).
+
     python scripts/mutation_oracle.py MUTANTS_DIR INTEROP_SPANS_DIR SURVIVORS_FILE
 """
 
@@ -36,11 +41,26 @@ def main(argv: list[str]) -> int:
     corpus = _corpus(spans_dir)
     print(f"oracle: corpus of {len(corpus)} span sets", flush=True)
     baseline = [_graphs(make, k < INCREMENTAL) for k, make in enumerate(corpus)]
+    chains = _interop_chains(spans_dir)
+    failing = [name for name, check in chains if not check()]
+    assert not failing, f"the interop chains fail without a mutant: {failing}"
     names = [line.split(":")[0].strip() for line in survivors_file.read_text().splitlines() if line.strip()]
-    changed = 0
+    changed = killed = 0
     for name in names:
         set_mutant_under_test(name)
         verdict = "same graph"
+        for scenario, check in chains:
+            try:
+                ok = check()
+            except Exception:  # noqa: BLE001 - a mutant may raise anything
+                ok = False
+            if not ok:
+                verdict = f"killed by test_interop ({scenario})"
+                break
+        if verdict != "same graph":
+            killed += 1
+            print(f"{name}: {verdict}", flush=True)
+            continue
         for k, (make, expected) in enumerate(zip(corpus, baseline, strict=True)):
             try:
                 got = _graphs(make, k < INCREMENTAL)
@@ -53,11 +73,32 @@ def main(argv: list[str]) -> int:
         changed += verdict != "same graph"
         print(f"{name}: {verdict}", flush=True)
     set_mutant_under_test("none")
-    print(f"oracle: {changed} of {len(names)} surviving mutants change a triple", flush=True)
+    print(f"oracle: of {len(names)} surviving mutants, {killed} killed by test_interop's chains, "
+          f"{changed} change a triple, {len(names) - killed - changed} give the same graph", flush=True)
     return 0
 
 
 Records = Callable[[], list[Any]]
+
+
+def _interop_chains(spans_dir: Path) -> list[tuple[str, Callable[[], bool]]]:
+    """test_interop.test_whole_chain, per recorded scenario: both profiles map to the expected chain."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from tests.interop.chain import expected, mapped, normalized
+
+    checks = []
+    for path in sorted(spans_dir.glob("*.otlp")):
+        name, data = path.stem, path.read_bytes()
+
+        def check(name: str = name, data: bytes = data) -> bool:
+            from otel_prov.mapping.spans import records_from_otlp
+
+            records = records_from_otlp(ExportTraceServiceRequest.FromString(data).resource_spans)[0]
+            want = expected(name)
+            return all(normalized(mapped(records, profile), want) == want for profile in ("seed", "strict"))
+        checks.append((name, check))
+    return checks
 
 
 def _graphs(make: Records, incremental: bool) -> tuple[frozenset[tuple[str, ...]], ...]:
