@@ -205,5 +205,7 @@ def test_quads_as_n_quads_and_as_a_delete() -> None:
     assert quads.nquads([]) == b""
     assert quads.delete_data([quad]) == \
         'DELETE DATA {\nGRAPH <urn:graph:retrieval> { <urn:s> <urn:p> "o é" }\n}'
+    assert quads.insert_data([quad, ("<urn:s>", "<urn:p>", "<urn:o>", "")]) == \
+        'INSERT DATA {\nGRAPH <urn:graph:retrieval> { <urn:s> <urn:p> "o é" }\n<urn:s> <urn:p> <urn:o> .\n}'
     ds = quads.dataset_from_nquads(quads.nquads([quad]))
     assert len(ds) == 1 and dict(ds.namespaces())["tg"].toPython() == "https://trustgraph.ai/ns/"
