@@ -24,14 +24,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyoxigraph
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import spans_to_dataset
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import records_from_otlp
+from otel_prov.model.quads import nquads
 from otel_prov.model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
 from otel_prov.stores.logstore import open_reader
 from otel_prov.stores.oxigraph import OxigraphStore
@@ -47,6 +52,7 @@ from tests.procs import (
     start_serve,
     wait_until,
 )
+from tests.stores import read_back
 
 TIMEOUT = 60.0
 
@@ -186,6 +192,7 @@ def test_agent_through_the_collector_to_jaeger_and_otel_prov(tmp_path: Path, pro
 _SCRIPT = textwrap.dedent("""\
     import json, sys
     from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from otel_prov.examples.react_agent import run_agent
@@ -197,6 +204,8 @@ _SCRIPT = textwrap.dedent("""\
              for s in memory.get_finished_spans()}
     json.dump({"trace_id": result.trace_id, "explain_id": result.explain_id, "answer": result.answer,
                "iterations": len(result.turns), "spans": spans}, sys.stdout)
+    with open(sys.argv[1], "wb") as out:  # the spans themselves, as OTLP
+        out.write(encode_spans(memory.get_finished_spans()).SerializeToString())
 """)
 
 
@@ -230,10 +239,20 @@ def test_in_process_otlp_and_prov_exporters(tmp_path: Path, procs: list[Proc]) -
         "OTEL_PROV_STORE": f"oxigraph:{store}",
     })
     started = time.monotonic()
-    run = subprocess.run([*_instrument_command(), sys.executable, str(script)], capture_output=True,
-                         text=True, timeout=120, env=env, cwd=tmp_path)
+    sent_spans = tmp_path / "spans.otlp"
+    run = subprocess.run([*_instrument_command(), sys.executable, str(script), str(sent_spans)],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
+    # The prov exporter stored exactly the graph of the spans the agent made (term by term: ids,
+    # nanosecond times), as the mapping makes it from the same spans read back as OTLP.
+    request = ExportTraceServiceRequest.FromString(sent_spans.read_bytes())
+    records, rejected = records_from_otlp(request.resource_spans)
+    assert records and not rejected
+    expected = set(pyoxigraph.parse(nquads(TraceMapper("seed").map(records).add),
+                                    format=pyoxigraph.RdfFormat.N_QUADS))
+    with read_back(store) as stored:
+        assert set(stored.quads_for_pattern(None, None, None, None)) == expected
     trace_id = result["trace_id"]
     # Jaeger: the trace, complete (span count from the PROV side's spanIds, checked below).
     prov = read_store(store)
