@@ -41,8 +41,14 @@ logger = logging.getLogger(__name__)
 
 FOLD_BYTES = 32 * 1024 * 1024
 """A fold round reads at most about this much payload (memory bound); more is left to the next."""
-FOLD_INTERVAL = 0.2
-"""Seconds between an indexer's looks for new records (bounds how stale a reader's snapshot is)."""
+FOLD_INTERVAL = 0.1
+"""Seconds between an indexer's looks at the log.  It folds when the log stopped growing since its
+last look, or at the latest :data:`FOLD_MAX_DELAY` after it saw something to fold (together they
+bound how stale a reader's snapshot is)."""
+FOLD_MAX_DELAY = 0.3
+"""Seconds the indexer lets what is not folded wait while writers keep appending."""
+FOLD_EAGER_BYTES = 16 * 1024 * 1024
+"""Unfolded bytes the indexer folds at once, without waiting for a pause."""
 FOLD_SEGMENTS = 64
 """A fold round opens at most this many segments (each sealed one stays open until the round ends):
 hundreds of dead writers' segments are folded over several rounds, never past the descriptor
@@ -83,6 +89,19 @@ class IndexLock:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
+
+    def detach(self) -> int:
+        """The descriptor the lock is held on, given up to the caller (who closes it, or hands it
+        to another process: the lock goes with the open file); -1 if it is not held."""
+        fd, self._fd = self._fd, -1
+        return fd
+
+    def duplicate(self) -> int:
+        """A new descriptor of the same open file: the lock is held as long as either is open (to
+        hand to another process, which then holds it too)."""
+        if self._fd < 0:
+            raise OSError("the index lock is not held")
+        return os.dup(self._fd)
 
 
 @dataclass
