@@ -87,7 +87,7 @@ def fold_with_lock(store: Path, lock_fd: int) -> int:
                 raise
             time.sleep(0.01)
     try:
-        return Indexer(store, index).fold_all()
+        return Indexer(store, index, side_by_side=True).fold_all()
     finally:
         index.close()
         os.close(lock_fd)

@@ -35,7 +35,7 @@ import pyoxigraph
 
 from ..model.quads import Quad, delete_data
 from . import segments as seg
-from .oxigraph import OxigraphStore
+from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, _bulk_load_side_by_side, _split_lines
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +123,11 @@ class Indexer:
     """Folds the log of the store at ``path`` into ``index`` (an open, read-write
     :class:`~.oxigraph.OxigraphStore`); the caller holds the index lock."""
 
-    def __init__(self, path: Path, index: OxigraphStore) -> None:
+    def __init__(self, path: Path, index: OxigraphStore, *, side_by_side: bool = False) -> None:
         self.index = index
+        self.side_by_side = side_by_side
+        """Load large additions in parts on every CPU at once (when nothing else runs here: the
+        background folder, a closing writer)."""
         self.directory = seg.segments_dir(path)
         self.folded_records = 0
         self.folded_bytes = 0
@@ -229,11 +232,12 @@ class Indexer:
         sequences: list[list[seg.Record]] = []
         for _, items in groupby(plan, key=lambda item: seg.segment_key(item.name)[0]):
             sequences.append([r for item in items for r in item.records])  # a writer's, in its order
-        apply_records(self.index.inner, sequences)
+        apply_records(self.index.inner, sequences, side_by_side=self.side_by_side)
         self.index.inner.flush()
 
 
-def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) -> None:
+def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]], *,
+                  side_by_side: bool = False) -> None:
     """Apply each writer's records, in its order: the additions of every sequence up to its next
     removal in one load, then those removals, and so on.  Each sequence's order is kept (a writer's
     segments are one sequence: its removal in one segment and its addition of the same quad in the
@@ -246,7 +250,7 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) ->
                 adds.append(records[cursors[i]].payload)
                 cursors[i] += 1
         if adds:
-            _add(store, b"".join(adds))
+            _add(store, b"".join(adds), side_by_side)
         removed = False
         for i, records in enumerate(sequences):
             quads: list[Quad] = []
@@ -260,8 +264,11 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) ->
             break
 
 
-def _add(store: pyoxigraph.Store, data: bytes) -> None:
-    if len(data) >= _BULK_BYTES:
+def _add(store: pyoxigraph.Store, data: bytes, side_by_side: bool = False) -> None:
+    parts = min(os.cpu_count() or 1, MAX_SIDE_BY_SIDE, len(data) // _BULK_BYTES) if side_by_side else 1
+    if parts > 1:
+        _bulk_load_side_by_side(store, _split_lines(data, parts))
+    elif len(data) >= _BULK_BYTES:
         store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
     else:
         store.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)

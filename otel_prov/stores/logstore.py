@@ -15,9 +15,9 @@ from it.  Any number of processes write and read one store at the same time.
   take the lock when it opens and then every :data:`~.indexer.TAKE_OVER_INTERVAL` seconds, so when
   the indexing process exits another takes over; a writer that closes folds what is left, within
   its timeout, so a store whose writers all exited cleanly is folded whole (an exporter hands a
-  large rest to a background process, :mod:`.folder`, so that ``shutdown()`` need not wait).  A fold that fails
-  closes the index (RocksDB refuses every write after some I/O errors until it is reopened) and
-  releases the lock: the next attempt reopens it.
+  large rest to a background process, :mod:`.folder`, so that ``shutdown()`` need not wait).  A
+  fold that fails closes the index (RocksDB refuses every write after some I/O errors until it is
+  reopened) and releases the lock: the next attempt reopens it.
 - **Reading** (:func:`open_reader`) takes no lock and writes nothing, ever (docs/store.md,
   "Reading").  It reads a read-only snapshot of the index; what the log holds past the checkpoint
   (a writer's last moments, a writer killed while nobody indexed) is replayed into an in-memory
@@ -240,6 +240,8 @@ class IndexerService:
                 return
             with self._mutex:
                 indexer = self.indexer
+                if indexer is not None:
+                    indexer.side_by_side = True  # this process writes nothing more: every CPU
                 while indexer is not None and (deadline is None or time.monotonic() < deadline):
                     if indexer.fold_round(FINAL_FOLD_BYTES) < 0:
                         return
