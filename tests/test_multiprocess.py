@@ -356,3 +356,127 @@ def test_readers_while_the_first_writer_creates_the_store(tmp_path: Path) -> Non
         assert writer.returncode == 0
     assert errors == []
     assert opened > 0  # the readers did meet the store while it was being made
+
+
+# -- the fold handed over at shutdown ------------------------------------------------------------
+
+
+def _folders(store: Path) -> list[int]:
+    """Pids of the background folders (``python -m otel_prov.stores.folder STORE ...``) of ``store``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"otel_prov.stores.folder" in argv and str(store).encode() in argv:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _paragraph_sessions(count: int) -> list:  # type: ignore[type-arg]
+    """Agent sessions with long texts: more than a megabyte of N-Quads for a few hundred."""
+    from otel_prov import agent_session
+    from tests.children import PARAGRAPH
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for i in range(count):
+        with agent_session(f"question {i}", tracer_provider=provider) as session:
+            for _ in range(3):
+                with session.iteration() as step:
+                    step.thought(PARAGRAPH)
+                    step.action("lookup", {"q": i})
+                    step.observation(PARAGRAPH * 3)
+            session.conclude(f"answer {i}")
+    return list(memory.get_finished_spans())
+
+
+def _export_all(store: Path, spans: list) -> ProvSpanExporter:  # type: ignore[type-arg]
+    exporter = ProvSpanExporter(store=store)
+    for i in range(0, len(spans), 512):
+        exporter.export(spans[i:i + 512])
+    return exporter
+
+
+def test_shutdown_hands_a_large_fold_to_a_background_process_that_loses_nothing(tmp_path: Path) -> None:
+    from otel_prov.stores.indexer import index_held
+    from otel_prov.stores.logstore import HAND_OVER_BYTES
+
+    store = tmp_path / "store"
+    spans = _paragraph_sessions(300)
+    want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    exporter = _export_all(store, spans)
+    assert segments.unfolded_bytes(segments.segments_dir(store)) >= HAND_OVER_BYTES
+    exporter.shutdown()
+    # The lock never went free: a reader starting now sees a process indexing, waits for it, and
+    # reads everything (from the index, or the log it replays if it gave up waiting).
+    assert _folders(store), "no background folder"
+    assert index_held(segments.segments_dir(store))
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
+    wait_until(lambda: not _folders(store), 60, "the folder to exit")
+    assert not _segments(store), "every segment was folded and deleted"
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
+
+
+def test_kill9_of_the_background_folder_loses_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    spans = _paragraph_sessions(300)
+    want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    _export_all(store, spans).shutdown()
+    (pid,) = _folders(store)
+    subprocess.run(["kill", "-9", str(pid)], check=True)
+    wait_until(lambda: not _folders(store), 10, "the killed folder to be gone")
+    with read_back(store) as index:  # the index, and whatever it had not folded, from the log
+        assert {str(q) for q in index} == want
+    fold(store)  # as the next writer would
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
+    assert not _segments(store)
+
+
+def test_shutdown_folds_in_process_when_no_folder_can_be_started(tmp_path: Path, monkeypatch) -> None:
+    store = tmp_path / "store"
+    spans = _paragraph_sessions(300)
+    want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python3")
+    _export_all(store, spans).shutdown()
+    assert not _folders(store)
+    assert not _segments(store), "the exporter folded everything itself"
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
+
+
+def test_shutdown_does_not_wait_for_a_fold_round_under_way(tmp_path: Path, monkeypatch) -> None:
+    """A round of the background indexer is under way when ``shutdown()`` is called: shutdown hands
+    the rest over and returns; the round's end releases the index to the folder."""
+    from otel_prov.stores import indexer
+
+    store = tmp_path / "store"
+    spans = _paragraph_sessions(300)
+    want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
+    in_round, release = threading.Event(), threading.Event()
+    fold_round = indexer.Indexer.fold_round
+
+    def slow_round(self, budget=None):  # type: ignore[no-untyped-def]
+        in_round.set()
+        release.wait(30)
+        return fold_round(self, budget)
+
+    monkeypatch.setattr(indexer.Indexer, "fold_round", slow_round)
+    exporter = _export_all(store, spans)
+    assert in_round.wait(10), "the indexer did not start a round"
+    exporter.shutdown()
+    returned_during_round = not release.is_set()
+    release.set()
+    assert returned_during_round
+    assert _folders(store), "no background folder"
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
+    wait_until(lambda: not _folders(store), 60, "the folder to exit")
+    assert not _segments(store)

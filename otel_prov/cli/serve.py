@@ -10,6 +10,7 @@ stdout: ``otel-prov serve: listening grpc=HOST:PORT http=HOST:PORT store=SPEC``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     parts = [f"grpc={server.grpc_address}" if server.grpc_address else "grpc=off",
              f"http={server.http_address}" if server.http_address else "http=off",
              f"store={config.store}"]
+    tune_gc()
     print("otel-prov serve: listening " + " ".join(parts), flush=True)
     if config.store.in_memory:
         logger.warning("otel-prov serve: the store is in memory (memory:): everything received is lost "
@@ -117,6 +119,20 @@ def run(args: argparse.Namespace) -> int:
         ok = server.stop()
         logger.info("otel-prov serve: stopped; %s", json.dumps(server.receiver.health(), sort_keys=True))
     return 0 if ok else 1
+
+
+GC_THRESHOLDS = (50_000, 20, 100)
+"""The garbage collector's thresholds in a serve process (Python's defaults: 700, 10, 10)."""
+
+
+def tune_gc() -> None:
+    """Garbage collection for a serve process (the command's own: a library never does this).
+    Nearly everything the ingest path allocates is freed by reference counting; what lives on is the
+    modules (frozen here: never traversed again) and the mapper's bounded state.  With Python's
+    defaults, collections took ~0.35 s of every 3 s of CPU under ``bench_ingest.py``'s load, holding
+    the GIL; with these, ~0.01 s.  Cyclic garbage is still collected, every 50,000 allocations."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _on_signals(stop: threading.Event) -> None:

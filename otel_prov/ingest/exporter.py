@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .. import settings
 from ..mapping.spans import InvalidSpan, SpanRecord, from_sdk
 from ..stores import StoreSpec, WriteStore, open_for_writing
+from ..stores.logstore import LoggedStore
 from .pipeline import IngestPipeline, PipelineClosed
 from .problems import ProblemLog
 from .writer import LogFailed, WriterFull
@@ -58,7 +59,10 @@ class ProvSpanExporter(SpanExporter):
         spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
         self.store_spec = spec
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
-        self._pipeline = IngestPipeline(open_for_writing(spec), self.profile, name="otel-prov exporter",
+        opened = open_for_writing(spec)
+        if isinstance(opened, LoggedStore):  # shutdown() need not wait for the index
+            opened.hand_over_fold = True
+        self._pipeline = IngestPipeline(opened, self.profile, name="otel-prov exporter",
                                         rescue_dir=rescue_dir, max_attribute_bytes=limit)
         self._problems = ProblemLog(logger, "otel-prov exporter")
 

@@ -41,11 +41,11 @@ from ..model.terms import (
     clean_text,
     datetime_from_ns,
     has_invalid_text,
-    hex_span_id,
-    hex_trace_id,
     integer,
     iri,
     literal,
+    span_id_literal,
+    trace_id_literal,
     value_term,
 )
 from ..model.vocab import NT
@@ -91,9 +91,11 @@ class _Ctx:
         self.out.append((s, p, o, _G))
 
     def text(self, key: str) -> str | None:
-        value = attr_text(self.attrs.get(key))
-        if value is None:
-            return None
+        value = self.attrs.get(key)
+        if value.__class__ is not str:  # the common case, str, without a call
+            value = attr_text(value)
+            if value is None:
+                return None
         if has_invalid_text(value):
             self.problems.append("text that is not valid Unicode (replaced by U+FFFD)")
         return value
@@ -101,13 +103,13 @@ class _Ctx:
     def add_text(self, s: str, p: str, key: str) -> None:
         value = self.text(key)
         if value is not None:
-            self.add(s, p, literal(value))
+            self.out.append((s, p, literal(value), _G))
 
     def stamp(self, node: str, *, span_id: bool = True) -> None:
         """The trace id, span id and error status that every node records."""
-        self.add(node, NT.traceId, literal(hex_trace_id(self.rec.trace_id)))
+        self.add(node, NT.traceId, trace_id_literal(self.rec.trace_id))
         if span_id:
-            self.add(node, NT.spanId, literal(hex_span_id(self.rec.span_id)))
+            self.add(node, NT.spanId, span_id_literal(self.rec.span_id))
         if self.rec.error:
             self.add(node, NT.statusMessage, literal(self.rec.status_message or "error"))
 
@@ -201,12 +203,12 @@ def _question(c: _Ctx, *, is_session: bool) -> None:
             c.problems.append(f"{A.DERIVED_FROM} is not a valid absolute IRI")
     if not is_session:
         # An instant marker: it adds the Question early; the session span adds its span id.
-        c.add(q, NT.traceId, literal(hex_trace_id(c.rec.trace_id)))
+        c.add(q, NT.traceId, trace_id_literal(c.rec.trace_id))
         return
     if c.strict:
         c.activity(iri(session_activity_iri(question_iri(c.flow, c.uuid))), q)
-        c.add(q, NT.traceId, literal(hex_trace_id(c.rec.trace_id)))
-        c.add(q, NT.spanId, literal(hex_span_id(c.rec.span_id)))
+        c.add(q, NT.traceId, trace_id_literal(c.rec.trace_id))
+        c.add(q, NT.spanId, span_id_literal(c.rec.span_id))
     else:
         c.stamp(q)
 
@@ -395,6 +397,9 @@ def map_span(rec: SpanRecord, profile: str = SEED, into: Mapped | None = None) -
     if handler is None or not isinstance(flow, str):
         result.problems.append(f"unknown {A.FLOW}/{A.STEP} pair {flow!r}/{step!r}")
         result.ignored += 1
+        return result
+    if handler is _tool:  # nothing to write (and nothing to check)
+        result.mapped += 1
         return result
     question = attrs.get(A.QUESTION)
     ctx = _Ctx(

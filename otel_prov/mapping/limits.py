@@ -92,8 +92,7 @@ def oversized(name: str, attributes: Mapping[str, Any], status_message: str, lim
 def check_terms(quads: Sequence[Quad], start: int = 0) -> None:
     """Raises :class:`ValueTooLarge` if a term of ``quads[start:]`` is longer than :data:`MAX_TERM_BYTES`."""
     cheap = MAX_TERM_BYTES // 4
-    for i in range(start, len(quads)):
-        s, _, o, _ = quads[i]
+    for s, _, o, _ in quads[start:]:
         if len(o) > cheap or len(s) > cheap:
             for term in (s, o):
                 if len(term) > cheap and _utf8_len(term) > MAX_TERM_BYTES:

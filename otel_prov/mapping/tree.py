@@ -103,7 +103,8 @@ def trace_view(span: SpanLike, problems: list[str] | None = None) -> tuple[SpanV
     if isinstance(span, SpanView):
         return span, view_kind(span)
     if is_ours(span):
-        kept = {key: span.attributes[key] for key in _OUR_KEYS if span.attributes.get(key) is not None}
+        attrs = span.attributes
+        kept = {key: value for key in _OUR_KEYS if (value := attrs.get(key)) is not None}
         return skeleton(span, kept), Kind.OURS
     read = _read(span, problems if problems is not None else [])
     if read is None:

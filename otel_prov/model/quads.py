@@ -16,7 +16,9 @@ Quad = tuple[str, str, str, str]
 
 def nquads(quads: Sequence[Quad]) -> bytes:
     """Quads as N-Quads text, UTF-8."""
-    return "".join(f"{s} {p} {o} {g} .\n" for s, p, o, g in quads).encode("utf-8")
+    if not quads:
+        return b""
+    return (" .\n".join(map(" ".join, quads)) + " .\n").encode("utf-8")
 
 
 def parse_nquads(ds: rdflib.Dataset, data: bytes) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import uuid as _uuid
 from datetime import datetime, timezone
+from functools import lru_cache
 from urllib.parse import quote
 
 import pyoxigraph
@@ -25,9 +26,11 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _VALUE_IRI_SCHEMES = ("http://", "https://", "urn:")
 
 
+@lru_cache(maxsize=4096)
 def iri(value: str) -> str:
     """An IRI term.  Characters illegal in an IRI are percent-encoded; a value without a scheme
-    raises :class:`ValueError` (callers pass only IRIs they built)."""
+    raises :class:`ValueError` (callers pass only IRIs they built).  Cached: a session's IRIs recur
+    in most of its spans' quads."""
     if not _SCHEME.match(value):
         raise ValueError(f"not an absolute IRI: {value!r}")
     return "<" + encode_iri_chars(value) + ">"
@@ -68,7 +71,8 @@ def has_invalid_text(value: str) -> bool:
 
 def literal(value: str) -> str:
     """A plain (``xsd:string``) literal; the text round-trips exactly (N-Triples escaping)."""
-    value = clean_text(value)
+    if not value.isascii():
+        value = clean_text(value)
     # N-Triples escapes for \\ " LF CR, by C-speed scans; the backslash first, so the
     # backslashes added next are not escaped again.
     if "\\" in value:
@@ -94,10 +98,17 @@ def datetime_from_ns(ns: int) -> str:
 
 def isoformat_ns(ns: int) -> str:
     seconds, frac = divmod(int(ns), 1_000_000_000)
-    text = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    text = _iso_seconds(seconds)
     if frac:
         text += ("." + f"{frac:09d}").rstrip("0")
     return text + "Z"
+
+
+@lru_cache(maxsize=256)
+def _iso_seconds(seconds: int) -> str:
+    """A second as ``YYYY-MM-DDTHH:MM:SS`` (UTC).  Cached: a trace's spans mostly fall within a few
+    seconds, and ``strftime`` costs a few microseconds."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def checked_iri(value: str) -> str:
@@ -122,6 +133,7 @@ def value_term(value: str) -> str:
     return literal(value)
 
 
+@lru_cache(maxsize=1024)
 def uuid_from_trace_id(trace_id: int) -> str:
     """A 128-bit trace id formatted as a UUID (``8-4-4-4-12`` lowercase hex)."""
     if not 0 <= trace_id < 1 << 128:
@@ -136,3 +148,13 @@ def hex_trace_id(trace_id: int) -> str:
 
 def hex_span_id(span_id: int) -> str:
     return f"{span_id:016x}"
+
+
+def trace_id_literal(trace_id: int) -> str:
+    """``literal(hex_trace_id(trace_id))`` (hex digits need no escaping)."""
+    return f'"{trace_id:032x}"'
+
+
+def span_id_literal(span_id: int) -> str:
+    """``literal(hex_span_id(span_id))``."""
+    return f'"{span_id:016x}"'

@@ -312,14 +312,15 @@ class Receiver:
         updates: list[Update] = []
         accepted = added = 0
         seq = self._writer.submitted  # a request with no span waits for nothing new
-        for part in otlp_slices(request.resource_spans, SLICE_SPANS):
-            problems = part.problems
-            if part.rejected:
-                rejected += len(part.rejected)
-                first_rejected = first_rejected or part.rejected[0]
-                problems.append("spans rejected: invalid trace or span id")
+        slices = otlp_slices(request.resource_spans, SLICE_SPANS)
+        while True:
             try:
+                # Reading a slice is Python work too: done in the turn, so the other requests' threads
+                # wait on the turn instead of contending for the GIL.
                 with self._turns:
+                    part = next(slices, None)
+                    if part is None:
+                        break
                     submitted = self._pipeline.submit(part.records)
             except WriterFull:
                 self._refused_inflight("the store is not keeping up")
@@ -327,6 +328,11 @@ class Receiver:
             except PipelineClosed:
                 self._refused_inflight("closed while mapping")
                 return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
+            problems = part.problems
+            if part.rejected:
+                rejected += len(part.rejected)
+                first_rejected = first_rejected or part.rejected[0]
+                problems.append("spans rejected: invalid trace or span id")
             seq, update = submitted.seq, submitted.update
             updates.append(update)
             # A span the mapping raised on, or too large for the store, is rejected (a retry would

@@ -35,14 +35,20 @@ import pyoxigraph
 
 from ..model.quads import Quad, delete_data
 from . import segments as seg
-from .oxigraph import OxigraphStore
+from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, _bulk_load_side_by_side, _split_lines
 
 logger = logging.getLogger(__name__)
 
 FOLD_BYTES = 32 * 1024 * 1024
 """A fold round reads at most about this much payload (memory bound); more is left to the next."""
-FOLD_INTERVAL = 0.2
-"""Seconds between an indexer's looks for new records (bounds how stale a reader's snapshot is)."""
+FOLD_INTERVAL = 0.1
+"""Seconds between an indexer's looks at the log.  It folds when the log stopped growing since its
+last look, or at the latest :data:`FOLD_MAX_DELAY` after it saw something to fold (together they
+bound how stale a reader's snapshot is)."""
+FOLD_MAX_DELAY = 0.3
+"""Seconds the indexer lets what is not folded wait while writers keep appending."""
+FOLD_EAGER_BYTES = 16 * 1024 * 1024
+"""Unfolded bytes the indexer folds at once, without waiting for a pause."""
 FOLD_SEGMENTS = 64
 """A fold round opens at most this many segments (each sealed one stays open until the round ends):
 hundreds of dead writers' segments are folded over several rounds, never past the descriptor
@@ -84,6 +90,19 @@ class IndexLock:
             fd, self._fd = self._fd, -1
             os.close(fd)
 
+    def detach(self) -> int:
+        """The descriptor the lock is held on, given up to the caller (who closes it, or hands it
+        to another process: the lock goes with the open file); -1 if it is not held."""
+        fd, self._fd = self._fd, -1
+        return fd
+
+    def duplicate(self) -> int:
+        """A new descriptor of the same open file: the lock is held as long as either is open (to
+        hand to another process, which then holds it too)."""
+        if self._fd < 0:
+            raise OSError("the index lock is not held")
+        return os.dup(self._fd)
+
 
 @dataclass
 class _Planned:
@@ -104,8 +123,11 @@ class Indexer:
     """Folds the log of the store at ``path`` into ``index`` (an open, read-write
     :class:`~.oxigraph.OxigraphStore`); the caller holds the index lock."""
 
-    def __init__(self, path: Path, index: OxigraphStore) -> None:
+    def __init__(self, path: Path, index: OxigraphStore, *, side_by_side: bool = False) -> None:
         self.index = index
+        self.side_by_side = side_by_side
+        """Load large additions in parts on every CPU at once (when nothing else runs here: the
+        background folder, a closing writer)."""
         self.directory = seg.segments_dir(path)
         self.folded_records = 0
         self.folded_bytes = 0
@@ -215,11 +237,12 @@ class Indexer:
         sequences: list[list[seg.Record]] = []
         for _, items in groupby(plan, key=lambda item: seg.segment_key(item.name)[0]):
             sequences.append([r for item in items for r in item.records])  # a writer's, in its order
-        apply_records(self.index.inner, sequences)
+        apply_records(self.index.inner, sequences, side_by_side=self.side_by_side)
         self.index.inner.flush()
 
 
-def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) -> None:
+def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]], *,
+                  side_by_side: bool = False) -> None:
     """Apply each writer's records, in its order: the additions of every sequence up to its next
     removal in one load, then those removals, and so on.  Each sequence's order is kept (a writer's
     segments are one sequence: its removal in one segment and its addition of the same quad in the
@@ -232,7 +255,7 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) ->
                 adds.append(records[cursors[i]].payload)
                 cursors[i] += 1
         if adds:
-            _add(store, b"".join(adds))
+            _add(store, b"".join(adds), side_by_side)
         removed = False
         for i, records in enumerate(sequences):
             quads: list[Quad] = []
@@ -246,8 +269,11 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]]) ->
             break
 
 
-def _add(store: pyoxigraph.Store, data: bytes) -> None:
-    if len(data) >= _BULK_BYTES:
+def _add(store: pyoxigraph.Store, data: bytes, side_by_side: bool = False) -> None:
+    parts = min(os.cpu_count() or 1, MAX_SIDE_BY_SIDE, len(data) // _BULK_BYTES) if side_by_side else 1
+    if parts > 1:
+        _bulk_load_side_by_side(store, _split_lines(data, parts))
+    elif len(data) >= _BULK_BYTES:
         store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
     else:
         store.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)

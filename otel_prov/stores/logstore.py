@@ -10,12 +10,14 @@ from it.  Any number of processes write and read one store at the same time.
 - **Writing** (:class:`LoggedStore`): each process appends its additions and removals, in order,
   to its own segment -- no lock between processes -- and syncs them in group commits.
 - **Indexing** (:class:`IndexerService`, :mod:`.indexer`): the process holding the index lock folds
-  every segment into the index every :data:`~.indexer.FOLD_INTERVAL` seconds.  Every writer tries to
+  every segment into the index when the log stops growing, or at most
+  :data:`~.indexer.FOLD_MAX_DELAY` seconds after it saw something to fold.  Every writer tries to
   take the lock when it opens and then every :data:`~.indexer.TAKE_OVER_INTERVAL` seconds, so when
   the indexing process exits another takes over; a writer that closes folds what is left, within
-  its timeout, so a store whose writers all exited cleanly is folded whole.  A fold that fails
-  closes the index (RocksDB refuses every write after some I/O errors until it is reopened) and
-  releases the lock: the next attempt reopens it.
+  its timeout, so a store whose writers all exited cleanly is folded whole (an exporter hands a
+  large rest to a background process, :mod:`.folder`, so that ``shutdown()`` need not wait).  A
+  fold that fails closes the index (RocksDB refuses every write after some I/O errors until it is
+  reopened) and releases the lock: the next attempt reopens it.
 - **Reading** (:func:`open_reader`) takes no lock and writes nothing, ever (docs/store.md,
   "Reading").  It reads a read-only snapshot of the index; what the log holds past the checkpoint
   (a writer's last moments, a writer killed while nobody indexed) is replayed into an in-memory
@@ -41,10 +43,13 @@ import rdflib
 
 from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, nquads
+from . import folder
 from . import segments as seg
 from .indexer import (
     FOLD_BYTES,
+    FOLD_EAGER_BYTES,
     FOLD_INTERVAL,
+    FOLD_MAX_DELAY,
     TAKE_OVER_INTERVAL,
     Indexer,
     IndexLock,
@@ -63,6 +68,9 @@ READ_LOG_BYTES = 256 * 1024 * 1024
 past it, each writer's first operations are shown and the rest is reported as not shown."""
 FINAL_FOLD_BYTES = FOLD_BYTES // 8
 """Rounds of the fold a closing writer does are this small, so it can stop at its deadline."""
+HAND_OVER_BYTES = 1024 * 1024
+"""A closing exporter hands the fold to a background process (:mod:`.folder`) when at least this
+much of the log is left to fold (less folds here in milliseconds: not worth starting a process)."""
 
 
 class IndexerService:
@@ -80,6 +88,11 @@ class IndexerService:
         self._take_over = take_over
         self._stop = threading.Event()
         self._mutex = threading.Lock()  # one fold at a time; close waits for it
+        self._release_on_stop = False
+        self._since: float | None = None
+        """When the indexer first saw the log's unfolded part (since the last fold)."""
+        self._seen = 0
+        """The unfolded bytes it saw at its last look."""
         self.take()  # an index that cannot be opened is an error now, not later
         self._thread = threading.Thread(target=self._run, name="otel-prov-indexer", daemon=True)
         self._thread.start()
@@ -122,7 +135,9 @@ class IndexerService:
                     last_try = 0.0
                     if not self.take():
                         continue
-                self.fold()
+                if self._due():
+                    self.fold()
+                    self._since, self._seen = None, 0
             except Exception as exc:  # the log keeps everything: reopen the index, try again
                 self.errors += 1
                 if not self._failing or self.errors % 100 == 0:
@@ -137,19 +152,30 @@ class IndexerService:
                     self._failing = False
                     logger.warning("otel-prov: folding the log into the index at %s works again",
                                    self.path)
+        if self._release_on_stop:  # close() handed the fold over during a round: let the folder in
+            self._drop()
+
+    def _due(self) -> bool:
+        """Whether to fold now: when the log has stopped growing (its writers paused), or what is
+        not folded has waited :data:`~.indexer.FOLD_MAX_DELAY` seconds, or is
+        :data:`~.indexer.FOLD_EAGER_BYTES` or more.  While writers append without a pause (a burst
+        of exports, a stream of requests) folding waits a little, so it does not take the CPU from
+        the mapping for a short burst, and folds larger batches (each ``bulk_load`` has a fixed cost)."""
+        left = seg.unfolded_bytes(seg.segments_dir(self.path))
+        if not left:
+            self._since = None
+            return False
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        grown, self._seen = left != self._seen, left
+        return not grown or now - self._since >= FOLD_MAX_DELAY or left >= FOLD_EAGER_BYTES
 
     def _drop(self) -> None:
         """Close the index and release the lock (after a failure: RocksDB stays unusable after some
         I/O errors until it is reopened, and another process may index meanwhile)."""
         with self._mutex:
-            index, self.index, self.indexer = self.index, None, None
-            try:
-                if index is not None:
-                    index.close()
-            except Exception as exc:
-                logger.debug("otel-prov: closing the failed index at %s: %s", self.path, exc)
-            finally:
-                self.lock.release()
+            self._drop_locked()
 
     def forget(self) -> None:
         """In a process forked from this one's: let the parent's index be.  Its RocksDB handle is
@@ -161,11 +187,28 @@ class IndexerService:
         self.index = self.indexer = None
         self.lock.release()
 
-    def close(self, deadline: float | None = None) -> None:
+    def _drop_locked(self) -> None:
+        index, self.index, self.indexer = self.index, None, None
+        try:
+            if index is not None:
+                index.close()
+        except Exception as exc:
+            logger.debug("otel-prov: closing the failed index at %s: %s", self.path, exc)
+        finally:
+            self.lock.release()
+
+    def close(self, deadline: float | None = None, *, hand_over: bool = False) -> None:
         """Stop folding in the background; then, until ``deadline`` (``time.monotonic()``; None:
         no limit), fold what is left if this process holds the index or can take it -- the last
-        writer to close leaves the store folded -- and release the index."""
+        writer to close leaves the store folded -- and release the index.
+
+        With ``hand_over``, when :data:`HAND_OVER_BYTES` or more are left to fold, a background
+        folder process (:mod:`.folder`) is started with the index lock and folds them, and close
+        returns at once: it does not wait for the index, not even for a fold round under way in
+        the background thread (which releases the index when that round ends)."""
         self._stop.set()
+        if hand_over and (deadline is None or time.monotonic() < deadline) and self._hand_over():
+            return
         self._thread.join()
         try:
             if deadline is None or time.monotonic() < deadline:
@@ -173,12 +216,44 @@ class IndexerService:
         finally:
             self._drop()
 
+    def _hand_over(self) -> bool:
+        """Start a folder for what is left, sharing the index lock with it; False if there is not
+        enough left to be worth a process, or none can be started (the caller folds)."""
+        try:
+            if not self.lock.held and not self.take():
+                return True  # another process indexes: it folds what is left
+            if seg.unfolded_bytes(seg.segments_dir(self.path)) < HAND_OVER_BYTES:
+                return False
+            fd = self.lock.duplicate()
+            try:
+                started = folder.start(self.path, fd)
+            finally:
+                os.close(fd)
+        except Exception as exc:  # the log keeps everything: fold here instead
+            logger.debug("otel-prov: handing the fold at %s over failed: %s", self.path, exc)
+            return False
+        if started is None:
+            return False
+        logger.debug("otel-prov: the rest of the log at %s is folded by a background process (pid %d)",
+                     self.path, started.pid)
+        # The folder opens the index once this process has closed it: now, or after the round under
+        # way (the background thread closes it then, as it stops).
+        self._release_on_stop = True
+        if self._mutex.acquire(blocking=False):
+            try:
+                self._drop_locked()
+            finally:
+                self._mutex.release()
+        return True
+
     def _fold_rest(self, deadline: float | None) -> None:
         try:
             if not self.take():
                 return
             with self._mutex:
                 indexer = self.indexer
+                if indexer is not None:
+                    indexer.side_by_side = True  # this process writes nothing more: every CPU
                 while indexer is not None and (deadline is None or time.monotonic() < deadline):
                     if indexer.fold_round(FINAL_FOLD_BYTES) < 0:
                         return
@@ -208,6 +283,9 @@ class LoggedStore:
         self._pid = os.getpid()
         self._fork_lock = threading.Lock()
         self._inherited = False
+        self.hand_over_fold = False
+        """Whether :meth:`close` hands a large fold to a background process (the SDK exporter: an
+        application's ``shutdown()`` then returns once its spans are durable)."""
 
     def _own(self) -> None:
         """In a process forked from the one that opened the store (workers of a preloaded app, a
@@ -280,7 +358,7 @@ class LoggedStore:
         try:
             self.log.close()
         finally:
-            self.service.close(deadline)
+            self.service.close(deadline, hand_over=self.hand_over_fold)
 
     # -- reading back in this process (tests, notebooks) ------------------------------------------
 

@@ -249,6 +249,13 @@ def pending_bytes(directory: Path, folded: dict[str, int] | None = None) -> dict
     return out
 
 
+def unfolded_bytes(directory: Path) -> int:
+    """Bytes of the log past what the checkpoint says is folded."""
+    folded = load_checkpoint(directory)
+    return sum(size - max(folded.get(name, 0), len(MAGIC))
+               for name, size in pending_bytes(directory, folded).items())
+
+
 # -- the writer side --------------------------------------------------------------------------------
 
 
