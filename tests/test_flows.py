@@ -158,8 +158,9 @@ def test_unknown_flows_and_steps_are_counted_as_ignored_and_map_nothing() -> Non
     bad = [span("agent", "nope"), span("graphrag", "analysis"), span("agent", ["session"]),  # type: ignore[arg-type]
            span(["agent"], "session"), span(5, "session")]  # type: ignore[arg-type]
     good = [span("agent", "session", QUESTION="q"), span("agent", "tool")]
-    got = map_spans([*bad, *good])
-    assert (got.mapped, got.ignored) == (2, 5)
+    not_ours = [SpanRecord(TRACE_ID, 3, "GET", 1, 2, {"http.request.method": "GET"})] * 2
+    got = map_spans([*bad, *good, *not_ours])
+    assert (got.mapped, got.ignored) == (2, 7)
     assert subjects(got) == {Q}
     pairs = ["'agent'/'nope'", "'graphrag'/'analysis'", "'agent'/['session']", "['agent']/'session'",
              "5/'session'"]
@@ -194,3 +195,9 @@ def test_the_step_a_framework_agent_derives_from() -> None:
     assert step_iri(span("agent", "conclusion", ITERATION=2)) is None
     assert step_iri(span("graphrag", "exploration", ITERATION=2)) is None
     assert step_iri(span("nope", "session")) is None
+
+
+def test_the_profile_is_passed_to_every_span() -> None:
+    question = [span("agent", "session", QUESTION="q")]
+    assert objects(map_spans(question, "strict"), Q, RDF_TYPE)[0] == f"<{PROV}Entity>"
+    assert objects(map_spans(question, "seed"), Q, RDF_TYPE)[0] == f"<{PROV}Activity>"
