@@ -1,0 +1,168 @@
+"""Review of the merge of 'perf' (the fold handed over at shutdown) with the fork safety of the log
+store: failing tests showing what the merge left broken.  Each is bounded in time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from otel_prov.stores import segments
+from otel_prov.stores.indexer import IndexLock
+from otel_prov.stores.logstore import IndexerService, LoggedStore
+from tests.procs import clean_env
+from tests.test_multiprocess import _folders
+
+QUAD = b'<urn:review:s> <urn:review:p> "%d" <urn:graph:retrieval> .\n'
+
+
+def test_a_close_that_finds_another_indexer_leaves_no_index_held(tmp_path: Path) -> None:
+    """``close(hand_over=True)`` returns at once when another process holds the index lock (it
+    folds), without joining the background thread (before the merge close always joined it and
+    then dropped the index).  A thread that was already past its ``stop`` check, about to try to
+    take the index over, takes it once that other process lets go -- and nothing releases it any
+    more: the closed store holds the index lock and RocksDB until the process exits, so no other
+    writer ever indexes the store meanwhile and every reader waits READ_WAIT for a fold that never
+    comes.  (The thread is held at the start of its take-over here, to make the interleaving
+    certain; in a real run it is the few milliseconds of a take-over attempt.)"""
+    path = tmp_path / "store"
+    LoggedStore(path).close()  # the store exists
+    directory = segments.segments_dir(path)
+    other = IndexLock(directory)  # another process indexes
+    assert other.acquire()
+    service = IndexerService(path, interval=0.01, take_over=0.01)
+    try:
+        assert service.index is None
+        entered, go = threading.Event(), threading.Event()
+        real_take = service.take
+
+        def take() -> bool:
+            if threading.current_thread() is service._thread:
+                entered.set()
+                go.wait(10)
+            return real_take()
+
+        service.take = take  # type: ignore[method-assign]
+        assert entered.wait(10), "the background thread did not try to take the index over"
+        service.close(hand_over=True)  # another process indexes: returns at once
+        other.release()  # ... and that process is done
+        go.set()
+        service._thread.join(10)
+        assert not service._thread.is_alive()
+        probe = IndexLock(directory)
+        try:
+            assert probe.acquire(), "a closed store still holds the index lock"
+        finally:
+            probe.release()
+    finally:
+        other.release()
+        service._drop()
+
+
+_READ_BACK_IN_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from otel_prov.stores.logstore import LoggedStore
+
+store = LoggedStore(Path(sys.argv[1]))
+assert store.service.index is not None  # this process indexes
+store.add(b'<urn:review:s> <urn:review:p> "1" <urn:graph:retrieval> .\\n', 1)
+if sys.argv[2] == "mid-round":
+    store.sync()
+    store.service._mutex.acquire()  # a fold round of the indexer thread is under way at the fork
+pid = os.fork()
+if pid == 0:
+    signal.alarm(10)
+    inherited = store.service.indexer
+    try:
+        quads = len(store.to_dataset())
+    except BaseException as exc:
+        print("child raised", repr(exc), flush=True)
+        os._exit(3)
+    folded = inherited.folded_records if inherited is not None else 0
+    print("child read", quads, "quads; folded with the parent's index:", folded, flush=True)
+    os._exit(0 if quads == 1 and folded == 0 else 1)
+if sys.argv[2] == "mid-round":
+    store.service._mutex.release()
+status = os.waitpid(pid, 0)[1]
+print("child status", os.waitstatus_to_exitcode(status), flush=True)
+store.close()
+"""
+
+
+@pytest.mark.parametrize("state", ["unsynced", "mid-round"])
+def test_reading_back_in_a_forked_child_neither_hangs_nor_uses_the_parents_index(
+        tmp_path: Path, state: str) -> None:
+    """``LoggedStore.query`` / ``to_dataset`` (``exporter.store.to_dataset()``) do not call
+    ``_own()``: in a process forked after the store was opened they sync the parent's segment
+    writer (whose sync thread is not in the child: it waits for ever when something was not
+    synced at the fork) and fold with the parent's RocksDB handle (what ``_own`` exists to prevent;
+    it blocks for ever on the fold mutex when the parent's indexer was in a round at the fork)."""
+    run = subprocess.run([sys.executable, "-c", _READ_BACK_IN_CHILD, str(tmp_path / "store"), state],
+                         capture_output=True, text=True, timeout=60, env=clean_env())
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+    assert "child status 0" in run.stdout, run.stdout + run.stderr[-2000:]
+
+
+_INSTRUMENTED_APP = """
+import os
+from pathlib import Path
+from opentelemetry import trace
+from otel_prov import agent_session
+TEXT = "lorem ipsum dolor sit amet " * 150
+for i in range(300):
+    with agent_session(f"question {i}") as session:
+        with session.iteration() as step:
+            step.thought(TEXT)
+            step.action("lookup", {"q": i})
+            step.observation(TEXT * 3)
+        session.conclude(f"answer {i}")
+trace.get_tracer_provider().shutdown()
+folders = []
+for entry in Path("/proc").iterdir():
+    try:
+        if entry.name.isdigit() and b"otel_prov.stores.folder" in (entry / "cmdline").read_bytes():
+            folders.append(entry.name)
+    except OSError:
+        pass
+print("app pid", os.getpid(), "folder", folders, flush=True)
+"""
+
+
+def test_the_background_folder_does_not_run_the_applications_instrumentation(tmp_path: Path) -> None:
+    """An application run under ``opentelemetry-instrument`` (README: the exporter is configured by
+    ``OTEL_TRACES_EXPORTER=otlp,prov``) hands its fold to ``python -m otel_prov.stores.folder``
+    started with the application's whole environment -- the auto-instrumentation's
+    ``sitecustomize`` on ``PYTHONPATH`` and every ``OTEL_*`` variable.  So the folder configures the
+    SDK and every instrumentor and builds a second ``prov`` exporter: a writer with its own
+    segment and indexer thread on the store it folds (and its exit may hand over again)."""
+    store = tmp_path / "store"
+    app = tmp_path / "app.py"
+    app.write_text(_INSTRUMENTED_APP)
+    env = clean_env({"OTEL_TRACES_EXPORTER": "prov", "OTEL_METRICS_EXPORTER": "none",
+                     "OTEL_LOGS_EXPORTER": "none", "OTEL_BSP_MAX_QUEUE_SIZE": "100000",
+                     "OTEL_BSP_SCHEDULE_DELAY": "600000", "OTEL_PROV_STORE": str(store)})
+    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
+    run = subprocess.run([str(instrument), sys.executable, str(app)], env=env, capture_output=True,
+                         text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    app_pid = run.stdout.split("app pid", 1)[1].split()[0]
+    assert "folder []" not in run.stdout, "the exporter did not hand its fold over (not enough left?)"
+    directory = segments.segments_dir(store)
+    foreign: set[str] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        alive = bool(_folders(store))
+        foreign |= {n for n in segments.list_segments(directory) if n.split("-")[1] != app_pid}
+        if not alive:
+            break
+        time.sleep(0.01)
+    for pid in _folders(store):
+        os.kill(pid, signal.SIGKILL)
+    assert not foreign, f"the folder opened the store as a writer: {sorted(foreign)}"
