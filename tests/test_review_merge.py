@@ -166,3 +166,48 @@ def test_the_background_folder_does_not_run_the_applications_instrumentation(tmp
     for pid in _folders(store):
         os.kill(pid, signal.SIGKILL)
     assert not foreign, f"the folder opened the store as a writer: {sorted(foreign)}"
+
+
+def test_mapping_keeps_no_copy_of_the_values_it_mapped_once_the_mapper_is_gone() -> None:
+    """perf cached ``terms.iri`` (``lru_cache(maxsize=4096)``), which also encodes the
+    knowledge-graph values of spans (``value_term`` -> ``checked_iri`` -> ``iri``): each distinct
+    value is kept twice (the key and its encoding), for the life of the process.  Values up to
+    ``max_attribute_bytes`` (4 MiB): 4096 of them pin ~32 GiB in ``otel-prov serve`` (and in an
+    application with the exporter), beyond any memory budget of the receiver."""
+    import gc
+    import tracemalloc
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_prov import graph_rag_session
+    from otel_prov.mapping.mapper import TraceMapper
+    from otel_prov.mapping.spans import from_sdk
+    from otel_prov.model.profiles import SEED
+
+    sessions, size = 48, 1 << 20
+    batches = []
+    for k in range(sessions):
+        memory = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        with graph_rag_session(f"question {k}", tracer_provider=provider) as session:
+            session.focus([((f"urn:kg:{k}:" + "a" * size, "urn:kg:p", "urn:kg:o"), "why")])
+            session.synthesis("answer")
+        batches.append([from_sdk(s) for s in memory.get_finished_spans()])
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        mapper = TraceMapper(SEED)
+        for k, records in enumerate(batches):
+            update = mapper.map(records)
+            assert any(f"urn:kg:{k}:" in q[2] for q in update.add)
+            del update
+        del mapper
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 8 * size, f"{kept / size:.0f} MiB kept after mapping {sessions} 1 MiB values"
