@@ -211,3 +211,45 @@ def test_mapping_keeps_no_copy_of_the_values_it_mapped_once_the_mapper_is_gone()
     finally:
         tracemalloc.stop()
     assert kept < 8 * size, f"{kept / size:.0f} MiB kept after mapping {sessions} 1 MiB values"
+
+
+_IDLE_CHILD = """
+import os, sys, time
+from pathlib import Path
+from otel_prov.stores import segments
+from otel_prov.stores.indexer import IndexLock
+from otel_prov.stores.logstore import LoggedStore
+
+path = Path(sys.argv[1])
+store = LoggedStore(path)
+assert store.service.index is not None  # this process indexes
+store.add(b'<urn:review:s> <urn:review:p> "1" <urn:graph:retrieval> .\\n', 1)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # a child that never uses the store (a multiprocessing helper, a Manager's server)
+    os.close(write)
+    os.read(read, 1)  # lives until the parent is done looking
+    os._exit(0)
+os.close(read)
+store.close()
+probe = IndexLock(segments.segments_dir(path))
+free = probe.acquire()
+probe.release()
+left = segments.list_segments(segments.segments_dir(path))
+print("index lock free after close:", free, "segments left:", left, flush=True)
+os.write(write, b"x")
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_forked_child_that_never_uses_the_store_does_not_keep_its_locks(tmp_path: Path) -> None:
+    """A process forked after the store was opened inherits the descriptors of the index lock and
+    of the log segment (``flock``s belong to the open file): until it first uses the store
+    (``_own``) it holds both.  One that never does (a ``multiprocessing`` helper, a Manager's
+    server process, an idle worker) keeps the parent's index lock after the parent closed (or
+    handed the fold over, or exited): no other writer can index the store, readers wait READ_WAIT
+    for a fold that does not come, and the parent's sealed segment looks live (never deleted)."""
+    run = subprocess.run([sys.executable, "-c", _IDLE_CHILD, str(tmp_path / "store")],
+                         capture_output=True, text=True, timeout=60, env=clean_env())
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "index lock free after close: True segments left: []" in run.stdout, run.stdout
