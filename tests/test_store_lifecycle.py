@@ -1,5 +1,7 @@
-"""Review of the merge of 'perf' (the fold handed over at shutdown) with the fork safety of the log
-store: failing tests showing what the merge left broken.  Each is bounded in time."""
+"""The on-disk store's life around a process: the fold handed over at shutdown (stores/folder.py) and
+forked children (the log store's fork safety) -- no index lock left held, no hang, no second writer
+started by the application's instrumentation, and no mapped value kept by a cache.  Each is bounded
+in time."""
 
 from __future__ import annotations
 
@@ -253,3 +255,52 @@ def test_a_forked_child_that_never_uses_the_store_does_not_keep_its_locks(tmp_pa
                          capture_output=True, text=True, timeout=60, env=clean_env())
     assert run.returncode == 0, run.stderr[-2000:]
     assert "index lock free after close: True segments left: []" in run.stdout, run.stdout
+
+
+def test_the_background_folder_folds_what_was_left_and_exits_while_other_writers_append(
+        tmp_path: Path) -> None:
+    """The folder folds what the closing exporter left, then exits: a writer that goes on appending
+    (its own indexer folds that) does not keep it folding round after round for the writer's life."""
+    from otel_prov.stores import folder
+
+    path = tmp_path / "store"
+    first = LoggedStore(path)
+    for i in range(2000):
+        first.add(QUAD % i, 1)
+    first.sync()
+    first.service._stop.set()  # this test folds, not the writers' indexers
+    first.service._thread.join(10)
+    first.service._drop()
+    live = LoggedStore(path)
+    live.service._stop.set()
+    live.service._thread.join(10)
+    live.service._drop()
+    stop = threading.Event()
+
+    def append() -> None:  # a live writer, appending every 5 ms
+        n = 10_000
+        while not stop.is_set():
+            for _ in range(50):
+                live.add(QUAD % n, 1)
+                n += 1
+            live.sync()
+            time.sleep(0.005)
+
+    appender = threading.Thread(target=append)
+    appender.start()
+    try:
+        lock = IndexLock(segments.segments_dir(path))
+        assert lock.acquire()
+        done = threading.Event()
+        folded: list[int] = []
+        worker = threading.Thread(
+            target=lambda: (folded.append(folder.fold_with_lock(path, lock.detach())), done.set()))
+        worker.start()
+        assert done.wait(30), "the folder was still folding the live writer's appends after 30 s"
+        worker.join(5)
+        assert folded[0] >= 2000  # what was left is folded
+    finally:
+        stop.set()
+        appender.join(10)
+        live.close()
+        first.close()
