@@ -129,9 +129,10 @@ class OtlpHttpApp:
             try:
                 decode = decode_json if content_type == JSON else decode_protobuf
                 decoded = await self._blocking(decode, body)
+                raw = body if content_type != JSON else None  # the workers read protobuf bytes
                 del body
-                outcome = await self._blocking(receiver.ingest, decoded)
-                del decoded
+                outcome = await self._blocking(receiver.ingest, decoded, None, raw)
+                del decoded, raw
                 return _answer(outcome, encoding)
             finally:
                 receiver.end()
