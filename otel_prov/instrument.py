@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid as _uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -32,7 +33,7 @@ from .model.iris import (
 from .model.vocab import GRAPH_RETRIEVAL
 
 logger = logging.getLogger(__name__)
-_problems = ProblemLog(logger, "otel-prov")
+_problems = ProblemLog(logger, "otel-prov", "every occurrence is counted in its session's .problems")
 
 _TRACER_NAME = "otel_prov"
 # The IRI of the step being run, so that a session started inside it (a RAG query run by an
@@ -44,23 +45,35 @@ Edge = Sequence[Any]
 ``https://`` or ``urn:`` are IRIs, everything else is a literal."""
 
 
-def to_json(value: Any) -> str:
+NOT_JSON = "tool arguments or result not JSON-serialisable (written with repr())"
+NOT_AN_EDGE = "knowledge-graph edge that is not (subject, predicate, object) (left out)"
+NOT_A_FOCUS_ITEM = "focus item that is not (edge, reasoning) (left out)"
+
+
+def _problem(kind: str, counts: Counter[str] | None) -> None:
+    """A value a session could not record as given: counted in the session's ``problems``, logged
+    once per process."""
+    if counts is not None:
+        counts[kind] += 1
+    _problems.report([kind])
+
+
+def to_json(value: Any, problems: Counter[str] | None = None) -> str:
     """JSON text for tool arguments and results; values JSON cannot hold are written with ``repr``
-    (logged once, counted)."""
+    (counted in ``problems``, logged once)."""
     if isinstance(value, str):
         return value
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
-        _problems.report(["tool arguments or result not JSON-serialisable (written with repr())"])
+        _problem(NOT_JSON, problems)
         return json.dumps(value, ensure_ascii=False, default=repr, skipkeys=True)
 
 
 def _edge(value: Any) -> list[str] | None:
-    """An edge as ``[s, p, o]`` text; None (logged once, counted) when it is not three values."""
+    """An edge as ``[s, p, o]`` text; None when it is not three values."""
     if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 3:
         return [str(t) for t in value]
-    _problems.report(["knowledge-graph edge that is not (subject, predicate, object) (left out)"])
     return None
 
 
@@ -88,6 +101,10 @@ class _Session:
         if session_id is not None:
             self._common[A.SESSION_ID] = str(session_id)
         self._context = trace.set_span_in_context(root)
+        self.problems: Counter[str] = Counter()
+        """What this session could not record as it was given, by kind, e.g. ``{"focus item that is
+        not (edge, reasoning) (left out)": 1}`` (empty when everything was recorded).  Each kind is
+        also logged once per process, as a warning of the ``otel_prov.instrument`` logger."""
 
     def _instant(self, name: str, step: str, attributes: Mapping[str, Any],
                  kind: SpanKind = SpanKind.INTERNAL) -> None:
@@ -146,9 +163,12 @@ class Step:
 
     def action(self, tool: str, arguments: Any = None) -> None:
         """The tool chosen and its arguments (JSON-serialised)."""
+        self._act(tool, None if arguments is None else to_json(arguments, self._session.problems))
+
+    def _act(self, tool: str, arguments: str | None) -> None:
         self.span.set_attribute(A.ACTION, str(tool))
         if arguments is not None:
-            self.span.set_attribute(A.ARGUMENTS, to_json(arguments))
+            self.span.set_attribute(A.ARGUMENTS, arguments)
 
     def observation(self, text: str) -> None:
         self._observed = True
@@ -158,16 +178,17 @@ class Step:
         """Record the action, run ``func`` in an ``execute_tool {tool}`` span and record its result
         as the observation (unless one was given).  A mapping is passed as keyword arguments, any
         other value as the one positional argument.  Exceptions are recorded and re-raised."""
-        self.action(tool, arguments)
         session = self._session
+        arguments_text = None if arguments is None else to_json(arguments, session.problems)
+        self._act(tool, arguments_text)
         attributes = {
             **session._common,
             A.STEP: A.STEP_TOOL,
             A.GEN_AI_OPERATION_NAME: "execute_tool",
             A.GEN_AI_TOOL_NAME: str(tool),
         }
-        if arguments is not None:
-            attributes[A.GEN_AI_TOOL_CALL_ARGUMENTS] = to_json(arguments)
+        if arguments_text is not None:
+            attributes[A.GEN_AI_TOOL_CALL_ARGUMENTS] = arguments_text
         with session._tracer.start_as_current_span(
             f"execute_tool {tool}", kind=SpanKind.INTERNAL, attributes=attributes
         ) as span:
@@ -177,7 +198,7 @@ class Step:
                 result = func()
             else:
                 result = func(arguments)
-            text = to_json(result)
+            text = to_json(result, session.problems)
             span.set_attribute(A.GEN_AI_TOOL_CALL_RESULT, text)
         if not self._observed:
             self.observation(text)
@@ -191,13 +212,19 @@ class GraphRagSession(_Session):
 
     def exploration(self, edges: Iterable[Edge]) -> str:
         """The edges retrieved from the knowledge graph; returns the Exploration's IRI."""
-        edge_list = [e for e in (_edge(edge) for edge in edges) if e is not None]
+        edge_list = []
+        for edge in edges:
+            found = _edge(edge)
+            if found is None:
+                _problem(NOT_AN_EDGE, self.problems)
+            else:
+                edge_list.append(found)
         self._instant(f"retrieval {self.collection}", A.STEP_EXPLORATION, {
             A.GEN_AI_OPERATION_NAME: "retrieval",
             A.GEN_AI_DATA_SOURCE_ID: self.collection,
             A.GEN_AI_RETRIEVAL_QUERY_TEXT: self.question,
             A.EDGE_COUNT: len(edge_list),
-            A.EDGES: to_json(edge_list),
+            A.EDGES: to_json(edge_list, self.problems),
         }, kind=SpanKind.CLIENT)
         return exploration_iri(self.flow, self._uuid)
 
@@ -213,13 +240,13 @@ class GraphRagSession(_Session):
             else:
                 edge, reasoning = None, None
             if edge is None:
-                _problems.report(["focus item that is not (edge, reasoning) (left out)"])
+                _problem(NOT_A_FOCUS_ITEM, self.problems)
                 continue
             entry: dict[str, Any] = {"edge": edge}
             if reasoning is not None:
                 entry["reasoning"] = str(reasoning)
             items.append(entry)
-        self._instant("focus", A.STEP_FOCUS, {A.SELECTED_EDGES: to_json(items)})
+        self._instant("focus", A.STEP_FOCUS, {A.SELECTED_EDGES: to_json(items, self.problems)})
         return focus_iri(self._uuid)
 
     def synthesis(self, answer: str) -> str:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
+import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from .errors import ConfigError
 from .mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES, MAX_ATTRIBUTE_BYTES_CEILING
 from .model.profiles import PROFILES, SEED, check_profile
-from .stores import StoreSpec, default_store, parse_store
+from .stores import REMOTE_SCHEMES, Remote, StoreSpec, default_store, parse_store
 
 T = TypeVar("T")
 
@@ -73,6 +75,15 @@ def _text(value: str) -> str:
     return value.strip()
 
 
+def _web_url(value: str) -> str:
+    """An http(s) base URL (the Jaeger UI's, the web view's), without a trailing slash."""
+    url = value.strip()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError("expected a base URL such as http://localhost:16686")
+    return url.rstrip("/")
+
+
 def _profile(value: str) -> str:
     value = value.strip().lower()
     try:
@@ -83,6 +94,40 @@ def _profile(value: str) -> str:
 
 def _store(value: str) -> StoreSpec:
     return parse_store(value)
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+@dataclass(frozen=True)
+class StoreOption(Option[StoreSpec]):
+    """The store: an ``http:`` / ``https:`` store also gets the options of a store on a server
+    (:func:`remote_settings`), read from the environment."""
+
+    def get(self, given: Any = None, *, via: str = "argument") -> StoreSpec:
+        spec = super().get(given, via=via)
+        if spec.scheme in REMOTE_SCHEMES and spec.remote is None:
+            return replace(spec, remote=remote_settings())
+        return spec
+
+    def _parse(self, text: str, where: str) -> StoreSpec:
+        return super()._parse(text, _USERINFO.sub("***@", where))  # never print a password
+
+
+def _server(value: str) -> str:
+    from .stores.sparql import AUTO, SERVERS
+
+    value = value.strip().lower()
+    if value != AUTO and value not in SERVERS:
+        raise ValueError(f"expected {AUTO} or one of {', '.join(SERVERS)}")
+    return value
+
+
+def _file(value: str) -> Path:
+    path = _path(value)
+    if not path.is_file():
+        raise ValueError("no such file")
+    return path
 
 
 def _port(value: str) -> int | None:
@@ -162,10 +207,10 @@ DEFAULT_DRAIN_TIMEOUT = 30.0
 DEFAULT_MEMORY_BUDGET_MIB = 512
 
 # The variable, the flag (None: none), how its text is read, the default.
-STORE: Option[StoreSpec] = Option("OTEL_PROV_STORE", "--store", _store, default_store)
+STORE: StoreOption = StoreOption("OTEL_PROV_STORE", "--store", _store, default_store)
 PROFILE: Option[str] = Option("OTEL_PROV_PROFILE", "--profile", _profile, SEED)
 COLLECTION: Option[str | None] = Option("OTEL_PROV_COLLECTION", "--collection", _text, None)
-JAEGER_URL: Option[str | None] = Option("OTEL_PROV_JAEGER_URL", "--jaeger-url", _text, None)
+JAEGER_URL: Option[str | None] = Option("OTEL_PROV_JAEGER_URL", "--jaeger-url", _web_url, None)
 SERVE_HOST: Option[str] = Option("OTEL_PROV_SERVE_HOST", "--host", _text, DEFAULT_HOST)
 SERVE_GRPC_PORT: Option[int | None] = Option(
     "OTEL_PROV_SERVE_GRPC_PORT", "--grpc-port", _port, DEFAULT_GRPC_PORT)
@@ -207,6 +252,19 @@ MAX_ATTRIBUTE_BYTES: Option[int] = Option(
     _bytes_between(1024, MAX_ATTRIBUTE_BYTES_CEILING), DEFAULT_MAX_ATTRIBUTE_BYTES)
 """The largest attribute value a span may carry (UTF-8 bytes; an array or map counted whole): a span
 with a larger one is rejected, never truncated (:mod:`otel_prov.mapping.limits`)."""
+# A store on a server (OTEL_PROV_STORE=http(s)://...): environment variables only, so that secrets
+# stay out of command lines.
+STORE_SERVER: Option[str] = Option("OTEL_PROV_STORE_SERVER", None, _server, "auto")
+STORE_USER: Option[str | None] = Option("OTEL_PROV_STORE_USER", None, _text, None)
+STORE_PASSWORD: Option[str | None] = Option("OTEL_PROV_STORE_PASSWORD", None, str, None)
+STORE_TOKEN: Option[str | None] = Option("OTEL_PROV_STORE_TOKEN", None, _text, None)
+STORE_CA: Option[Path | None] = Option("OTEL_PROV_STORE_CA", None, _file, None)
+STORE_CLIENT_CERT: Option[Path | None] = Option("OTEL_PROV_STORE_CLIENT_CERT", None, _file, None)
+STORE_CLIENT_KEY: Option[Path | None] = Option("OTEL_PROV_STORE_CLIENT_KEY", None, _file, None)
+DEFAULT_STORE_TIMEOUT = 60.0
+STORE_TIMEOUT: Option[float] = Option("OTEL_PROV_STORE_TIMEOUT", None, _number(0.1), DEFAULT_STORE_TIMEOUT)
+STORE_BULK_LOAD: Option[bool] = Option("OTEL_PROV_STORE_BULK_LOAD", None, _flag, False)
+"""The Oxigraph server's bulk loader for writes: about 5x faster, not atomic (docs/sizing.md)."""
 EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _text, None)
 """The examples' agent asks this model of an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``) instead of following its offline policy."""
@@ -217,6 +275,8 @@ OPTIONS: tuple[Option[Any], ...] = (
     SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET, SERVE_WORKERS,
     SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, EXAMPLE_MODEL,
+    STORE_SERVER, STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT, STORE_CLIENT_KEY,
+    STORE_TIMEOUT, STORE_BULK_LOAD,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
@@ -225,6 +285,23 @@ ENV_STORE = STORE.env
 ENV_PROFILE = PROFILE.env
 ENV_COLLECTION = COLLECTION.env
 ENV_JAEGER_URL = JAEGER_URL.env
+
+
+def remote_settings() -> Remote:
+    """How to use a store on a server, from the ``OTEL_PROV_STORE_*`` variables."""
+    user, password, token = STORE_USER.get(), STORE_PASSWORD.get(), STORE_TOKEN.get()
+    if token and (user or password):
+        raise ConfigError(f"give either {STORE_TOKEN.env} (bearer) or {STORE_USER.env} and "
+                          f"{STORE_PASSWORD.env} (basic), not both")
+    if (user is None) != (password is None):
+        raise ConfigError(f"basic authentication needs both {STORE_USER.env} and {STORE_PASSWORD.env}")
+    cert, key = STORE_CLIENT_CERT.get(), STORE_CLIENT_KEY.get()
+    if key is not None and cert is None:
+        raise ConfigError(f"{STORE_CLIENT_KEY.env} without {STORE_CLIENT_CERT.env}")
+    default = default_store().path
+    return Remote(user=user, password=password, token=token, ca_file=STORE_CA.get(), client_cert=cert,
+                  client_key=key, timeout=STORE_TIMEOUT.get(), server=STORE_SERVER.get(),
+                  bulk_load=STORE_BULK_LOAD.get(), local_dir=default.parent if default is not None else None)
 
 
 # -- otel-prov serve --------------------------------------------------------------------------------

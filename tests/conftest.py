@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,6 +13,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov.settings import ENV_VARS
+
+INTEROP_SPANS = "OTEL_PROV_TESTS_INTEROP_SPANS"
+"""A directory where the real-instrumentation scenarios' spans are kept between test runs (set by
+scripts/mutation.sh, which runs the tests once per mutant); unset, each test session runs them."""
 
 if TYPE_CHECKING:
     from tests.interop.runner import Captured
@@ -46,4 +52,7 @@ def interop(tmp_path_factory: pytest.TempPathFactory) -> Captured:
         if in_ci():
             pytest.fail(reason + " -- CI must run the interop tests", pytrace=False)
         pytest.skip(reason)
+    kept = os.environ.get(INTEROP_SPANS)
+    if kept:
+        return Captured(Path(kept), reuse=True)
     return Captured(tmp_path_factory.mktemp("interop"))

@@ -210,11 +210,13 @@ class Serve(Proc):
         return int(self.http.rsplit(":", 1)[1])
 
 
-def start_serve(store: Path, log: Path, *args: str, env: Mapping[str, str] | None = None,
+def start_serve(store: Path | str, log: Path, *args: str, env: Mapping[str, str] | None = None,
                 timeout: float = 30.0, grpc_port: int = 0, prefix: Sequence[str] = ()) -> Serve:
     """``otel-prov serve`` on free ports (it binds port 0 and reports what it got), or on the given
-    gRPC port; ``prefix``: a command that runs it (``prlimit ...``)."""
-    cmd = [*prefix, *serve_command(), "--store", f"oxigraph:{store}", "--grpc-port", str(grpc_port),
+    gRPC port; ``store`` is an embedded store's directory, or any store's name (a URL); ``prefix``: a
+    command that runs it (``prlimit ...``)."""
+    spec = store if isinstance(store, str) else f"oxigraph:{store}"
+    cmd = [*prefix, *serve_command(), "--store", spec, "--grpc-port", str(grpc_port),
            "--http-port", "0", *args]
     proc = start("otel-prov serve", cmd, log, env)
 
@@ -222,7 +224,8 @@ def start_serve(store: Path, log: Path, *args: str, env: Mapping[str, str] | Non
         return _LISTENING.search(log.read_text(errors="replace")) if log.exists() else None
 
     match = wait_until(listening, timeout, "otel-prov serve to listen", proc=proc)
-    return Serve(proc.name, proc.popen, log, grpc=match.group(1), http=match.group(2), store=store)
+    return Serve(proc.name, proc.popen, log, grpc=match.group(1), http=match.group(2),
+                 store=store if isinstance(store, Path) else Path())
 
 
 # -- Jaeger ---------------------------------------------------------------------------------------

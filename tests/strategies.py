@@ -10,6 +10,7 @@ trace's spans: split into batches, in any order, each batch any number of times.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -40,9 +41,11 @@ names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs
                 min_size=1, max_size=8) | st.sampled_from(["search", "calc", "lookup", "ask-b"])
 """Tool and agent names: short, no control characters or spaces (span names carry them)."""
 
-session_ids = st.none() | texts.filter(lambda s: bool(s.strip()))
-"""Explicit session ids, or none.  Blank ids are left out: the helper API does not mint a fresh id for
-a blank one inside another trace, so two nested blank-id sessions share the trace id (reported)."""
+blank_ids = st.sampled_from(["", " ", "\t", " \n "])
+"""Session ids that are blank: as if none was given (docs/model.md)."""
+
+session_ids = st.none() | blank_ids | texts
+"""Explicit session ids (blank ones too), or none."""
 
 arguments = st.dictionaries(st.sampled_from(["q", "city", "n", "x y", "é"]), texts | st.integers(),
                             max_size=3)
@@ -63,6 +66,10 @@ class StepPlan:
     """Something the tool runs: a standard GenAI agent, or a nested document-RAG query."""
 
 
+class PlannedFailure(Exception):
+    """What a failing step of a plan raises (the application's own error)."""
+
+
 @dataclass(frozen=True)
 class AgentPlan:
     question: str
@@ -70,6 +77,13 @@ class AgentPlan:
     collection: str
     steps: tuple[StepPlan, ...]
     answer: str | None
+    fail_at: int | None = None
+    """The step (from 0) that raises :class:`PlannedFailure` after its thought: the steps after it
+    are not run and the session ends in error, without an answer."""
+
+    def run_steps(self) -> tuple[StepPlan, ...]:
+        """The steps that run (up to the failing one)."""
+        return self.steps if self.fail_at is None else self.steps[:self.fail_at + 1]
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,9 @@ class Turn:
     """Inside a turn span (OpenInference: of this span kind, ``CHAIN`` or ``AGENT``), or directly
     under the agent (``None``)."""
     items: tuple[Chat | Tool, ...]
+    tied: bool = False
+    """Tool calls made one after another in the turn are parallel: they start at the same
+    nanosecond (as a framework running the calls a model requested together records them)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +182,7 @@ def _genai_agents(depth: int, style: str | None = None) -> st.SearchStrategy[Gen
                      nested=nested, remote=st.booleans())
     item = st.builds(Chat, texts) | tool
     turn = st.builds(Turn, wrapper=st.sampled_from([None, "CHAIN", "AGENT"]),
-                     items=st.lists(item, max_size=3).map(tuple))
+                     items=st.lists(item, max_size=3).map(tuple), tied=st.booleans())
     return st.builds(
         GenAIAgent,
         style=st.just(style) if style else st.sampled_from(["genai", "openinference"]),
@@ -204,13 +221,15 @@ def graph_rag_plans() -> st.SearchStrategy[GraphRagPlan]:
 
 
 def agent_plans() -> st.SearchStrategy[AgentPlan]:
-    # Nested queries mint their own ids (two given the same id would be one session).
-    inner = st.none() | _genai_agents(0) | doc_rag_plans(st.none())
+    # Nested queries mint their own ids (two given the same id would be one session), a blank id too.
+    inner = st.none() | _genai_agents(0) | doc_rag_plans(st.none() | blank_ids)
     step = st.builds(StepPlan, thought=st.none() | texts, tool=names, args=st.none() | arguments,
                      call_tool=st.booleans(), result=texts, inner=inner)
-    return st.builds(AgentPlan, question=texts, session_id=session_ids,
-                     collection=st.sampled_from(["default", "docs"]),
-                     steps=st.lists(step, max_size=3).map(tuple), answer=st.none() | texts)
+    return st.lists(step, max_size=3).map(tuple).flatmap(lambda steps: st.builds(
+        AgentPlan, question=texts, session_id=session_ids,
+        collection=st.sampled_from(["default", "docs"]),
+        steps=st.just(steps), answer=st.none() | texts,
+        fail_at=st.none() | st.integers(0, len(steps) - 1) if steps else st.none()))
 
 
 helper_plans = st.one_of(agent_plans(), graph_rag_plans(), doc_rag_plans())
@@ -265,12 +284,22 @@ def emit(plan: Plan, provider: TracerProvider, before_end: Callable[[], None] | 
 
 
 def _run_agent(plan: AgentPlan, provider: TracerProvider, before_end: Callable[[], None] | None) -> None:
+    try:
+        _run_agent_steps(plan, provider, before_end)
+    except PlannedFailure:
+        assert plan.fail_at is not None
+
+
+def _run_agent_steps(plan: AgentPlan, provider: TracerProvider,
+                     before_end: Callable[[], None] | None) -> None:
     with agent_session(plan.question, session_id=plan.session_id, collection=plan.collection,
                        tracer_provider=provider) as session:
-        for sp in plan.steps:
+        for k, sp in enumerate(plan.steps):
             with session.iteration() as step:
                 if sp.thought is not None:
                     step.thought(sp.thought)
+                if k == plan.fail_at:
+                    raise PlannedFailure(f"step {k + 1} failed")
                 if sp.call_tool:
                     step.call_tool(sp.tool, _tool_func(sp, provider), sp.args)
                 else:
@@ -350,11 +379,17 @@ def emit_genai_agent(agent: GenAIAgent, tracer: Tracer) -> None:
                     f"Step {n}" if oi else "turn",
                     attributes={A.OPENINFERENCE_SPAN_KIND: turn.wrapper} if oi else {})
             with wrapper:
+                tie: int | None = None
                 for item in turn.items:
-                    _emit_item(item, tracer, oi)
+                    if turn.tied and isinstance(item, Tool):
+                        tie = tie if tie is not None else time.time_ns()
+                    else:
+                        tie = None
+                    _emit_item(item, tracer, oi, tie)
 
 
-def _emit_item(item: Chat | Tool, tracer: Tracer, oi: bool) -> None:
+def _emit_item(item: Chat | Tool, tracer: Tracer, oi: bool, start: int | None = None) -> None:
+    """One model call or tool call; a tool call starts at ``start`` when given (parallel calls)."""
     if isinstance(item, Chat):
         attrs = ({A.OPENINFERENCE_SPAN_KIND: "LLM", A.OUTPUT_VALUE: item.text} if oi else
                  {A.GEN_AI_OPERATION_NAME: "chat",
@@ -377,7 +412,7 @@ def _emit_item(item: Chat | Tool, tracer: Tracer, oi: bool) -> None:
             attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] = item.args
         if item.result is not None:
             attrs[A.GEN_AI_TOOL_CALL_RESULT] = item.result
-    with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attrs):
+    with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attrs, start_time=start):
         if item.nested is None:
             return
         if not item.remote:

@@ -114,6 +114,11 @@ def test_session_page_with_picture(page: Any, view: str, recorded: Recorded, sho
     assert page.locator("#jaeger-link").get_attribute("href") == \
         f"http://127.0.0.1:16686/trace/{recorded.agent.trace_id}"
     no_horizontal_scroll(page)
+    # The whole picture has room on the page (its Conclusion was hidden at the bottom of a scroll box
+    # 80% of the window high): the box is as high as the picture.
+    heights = page.evaluate("() => { const p = document.querySelector('#picture'); "
+                            "return [p.scrollHeight, p.clientHeight, window.innerHeight]; }")
+    assert heights[0] <= heights[1] and heights[1] > heights[2], heights
     snap(page, shots, "session.png", full_page=True)
     page.locator("#picture").screenshot(path=str(shots / "picture.png"))
     assert page.problems == []

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -121,8 +122,10 @@ def cli(capsysbinary: pytest.CaptureFixture[bytes], *argv: str) -> Result:
     return Result(code, captured.out.decode("utf-8"), captured.err.decode("utf-8"))
 
 
-def one_error_line(result: Result, *needles: str) -> None:
-    assert result.code == 1
+def one_error_line(result: Result, *needles: str, code: int = 1) -> None:
+    """One line on stderr, nothing on stdout, exit status ``code`` (1: an operation failed; 2: a
+    usage error or a bad value)."""
+    assert result.code == code, result
     assert result.out == ""
     lines = result.err.splitlines()
     assert len(lines) == 1, result.err
@@ -204,9 +207,9 @@ def test_reads_never_create_a_store(tmp_path: Path, capsysbinary: Any) -> None:
         one_error_line(r, "no store at", str(missing))
     assert not missing.exists()
     r = cli(capsysbinary, "list", "--store", "memory:")
-    one_error_line(r, "memory:")
+    one_error_line(r, "memory:", code=2)
     r = cli(capsysbinary, "list", "--store", "bogus://x")
-    one_error_line(r, "unknown store")
+    one_error_line(r, "unknown store", code=2)
 
 
 # -- show -------------------------------------------------------------------------------------------
@@ -469,8 +472,10 @@ def test_show_unknown_step_type_is_shown(tmp_path: Path, capsysbinary: Any) -> N
 def test_show_bad_input(filled: Filled, capsysbinary: Any) -> None:
     one_error_line(cli(capsysbinary, "show", "urn:trustgraph:agent:no-such", "--store", str(filled.path)),
                    "no trace urn:trustgraph:agent:no-such")
-    one_error_line(cli(capsysbinary, "show", "not an iri", "--store", str(filled.path)), "not an IRI")
-    one_error_line(cli(capsysbinary, "show", "urn:x>} DROP ALL", "--store", str(filled.path)), "not an IRI")
+    one_error_line(cli(capsysbinary, "show", "not an iri", "--store", str(filled.path)),
+                   "neither an IRI nor a trace id: 'not an iri'", code=2)
+    one_error_line(cli(capsysbinary, "show", "urn:x>} DROP ALL", "--store", str(filled.path)),
+                   "neither an IRI nor a trace id", code=2)
     one_error_line(cli(capsysbinary, "show", filled.agent.explain_id, "--store", str(filled.path),
                        "--output", "/nonexistent-dir/x.svg"), "cannot write /nonexistent-dir/x.svg")
 
@@ -581,13 +586,31 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
     (tmp_path / "bin.rq").write_bytes(b"\xff\xfe\x00")
     one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "bin.rq"), "--store", store),
                    "cannot read")
-    one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query")
+    one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query", code=2)
     # An evaluation error (a SERVICE call that cannot be made) is one line too, not a traceback.
     one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
                        "--store", store, "--allow-service"), "the query failed")
     # Without --allow-service, SERVICE is refused before anything reaches the network.
     one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
                        "--store", store), "uses SERVICE", "--allow-service")
+
+
+def test_careless_values_are_one_line_naming_them(tmp_path: Path, capsysbinary: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a store\n")
+    one_error_line(cli(capsysbinary, "list", "--store", ""), "--store '': an empty store", code=2)
+    one_error_line(cli(capsysbinary, "list", "--store", str(a_file)),
+                   f"{a_file} is a file, not a store (a store is a directory)")
+    assert a_file.read_text() == "not a store\n"  # left as it was
+    one_error_line(cli(capsysbinary, "show", "urn:x:y", "--jaeger-url", "not a url", "--store", str(a_file)),
+                   "--jaeger-url 'not a url': expected a base URL such as http://localhost:16686", code=2)
+    monkeypatch.setenv("OTEL_PROV_JAEGER_URL", "ftp://host")
+    one_error_line(cli(capsysbinary, "show", "urn:x:y"),
+                   "OTEL_PROV_JAEGER_URL='ftp://host': expected a base URL", code=2)
+    monkeypatch.delenv("OTEL_PROV_JAEGER_URL")
+    one_error_line(cli(capsysbinary, "demo", "--profile", "bogus", "--store", "memory:"),
+                   "--profile 'bogus': unknown profile 'bogus': expected one of seed, strict", code=2)
 
 
 def test_corrupt_store_is_one_error_line(tmp_path: Path, capsysbinary: Any) -> None:
@@ -606,7 +629,7 @@ def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> 
     assert r.code == 0
     assert "policy: offline (deterministic rules, no language model)" in r.err
     lines = r.out.splitlines()
-    assert lines[0] == "$ otel-prov list"
+    assert lines[0] == f"$ otel-prov list --store {store}"  # each command printed works as printed
     assert [c.strip() for c in lines[1].split("|")] == ["Session ID", "Type", "Question", "Time"]
     assert sorted(line.split("|")[1].strip() for line in lines[3:6]) == ["Agent", "DocRAG", "GraphRAG"]
     assert lines[6] == ""
@@ -617,10 +640,11 @@ def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> 
     assert "--- Conclusion ---" in lines and "--- Focus (Edge Selection) ---" in lines
     # the store holds what was shown, for the other subcommands
     rows = json.loads(cli(capsysbinary, "list", "--store", str(store), "--format", "json").out)
-    assert {row["id"] for row in rows} == {line.removeprefix("$ otel-prov show ") for line in shows}
+    assert {row["id"] for row in rows} == {line.split()[3] for line in shows}  # "$ otel-prov show IRI"
+    assert all(line.endswith(f" --store {store}") for line in shows)
     # a second run adds three more sessions and says there are earlier ones
     r = cli(capsysbinary, "demo", "--store", str(store), "--quiet")
-    assert "(3 earlier sessions in this store: otel-prov list)" in r.out
+    assert f"(3 earlier sessions in this store: otel-prov list --store {store})" in r.out
     assert not any(line.startswith("$ otel-prov show") for line in r.out.splitlines())
 
 
@@ -661,8 +685,8 @@ def test_usage_error_exit_status(capsysbinary: Any) -> None:
     assert "must be at least 1" in capsysbinary.readouterr().err.decode()
 
 
-def _process(*argv: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+def _process(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}, **(env or {})}
     return subprocess.run([sys.executable, "-m", "otel_prov.cli", *argv], capture_output=True, text=True,
                           env=env, timeout=120)
 
@@ -712,3 +736,214 @@ def test_control_characters_are_shown_escaped_not_sent_to_the_terminal(
         assert "\\x1b[31malert" in result.out
     shown = cli(capsysbinary, "show", "urn:trustgraph:agent:ctl", "--store", str(store)).out
     assert "line one\n" in shown and "\\x07bell" in shown and "\t" in shown
+
+
+# -- a newcomer's first hour (issue 13): what a tester met following the docs literally ----------------
+
+
+def test_exit_statuses(filled: Filled, tmp_path: Path) -> None:
+    """0 done, 1 an operation failed, 2 a usage error or a bad value (argparse's own, a bad flag or
+    variable, a missing input), as docs/cli.md says; as a process, each error on one line."""
+    store = str(filled.path)
+    cases: list[tuple[list[str], dict[str, str], int]] = [
+        (["list", "--store", store], {}, 0),
+        (["show", "urn:trustgraph:agent:none", "--store", store], {}, 1),  # not found: failed
+        (["list", "--store", str(tmp_path / "missing")], {}, 1),
+        (["query", "SELECT * WHERE { ?s ?p }", "--store", store], {}, 1),  # the query is wrong
+        (["list", "--limit", "x", "--store", store], {}, 2),  # argparse
+        (["query", "--store", store], {}, 2),  # no query given
+        (["query", "ASK {}", "--file", "x.rq", "--store", store], {}, 2),  # both
+        (["demo", "--profile", "strik", "--store", "memory:"], {}, 2),
+        (["ui", "--port", "abc", "--store", store], {}, 2),
+        (["list", "--store", store], {"OTEL_PROV_PROFILE": "strik", "OTEL_PROV_JAEGER_URL": "ftp://x"}, 0),
+        (["show", "urn:x:y", "--store", store], {"OTEL_PROV_JAEGER_URL": "ftp://x"}, 2),  # a variable
+        (["show", "not an IRI", "--store", store], {}, 2),
+        (["list", "--store", "memory:"], {}, 2),
+    ]
+    for argv, env, expected in cases:
+        run = _process(*argv, env=env)
+        assert run.returncode == expected, (argv, run.stderr)
+        if expected:
+            lines = run.stderr.splitlines()
+            assert run.stdout == "" and "Traceback" not in run.stderr, (argv, run.stderr)
+            assert len(lines) == 1 or lines[0].startswith("usage: "), (argv, run.stderr)
+
+
+def test_show_takes_a_trace_id(filled: Filled, capsysbinary: Any) -> None:
+    """The 32-hex trace id that `show` prints and Jaeger shows names its session (the top-level one:
+    a sub-trace shares it), as the web view's /trace/{id} does; any case; export --session too."""
+    by_iri = cli(capsysbinary, "show", filled.agent.explain_id, "--store", str(filled.path))
+    assert filled.agent.trace_id and f"Trace ID: {filled.agent.trace_id}" in by_iri.out
+    for given in (filled.agent.trace_id, filled.agent.trace_id.upper()):
+        by_id = cli(capsysbinary, "show", given, "--store", str(filled.path))
+        assert (by_id.code, by_id.out, by_id.err) == (0, by_iri.out, "")
+    one_error_line(cli(capsysbinary, "show", "0" * 32, "--store", str(filled.path)),
+                   f"no session recorded from trace {'0' * 32}")
+    one_error_line(cli(capsysbinary, "show", "0" * 31, "--store", str(filled.path)),
+                   "neither an IRI nor a trace id", code=2)
+    trace_id = filled.graph.trace_id or ""
+    exported = cli(capsysbinary, "export", "--session", trace_id, "--store", str(filled.path))
+    same = cli(capsysbinary, "export", "--session", filled.graph.explain_id, "--store", str(filled.path))
+    assert exported.code == 0 and exported.out == same.out and filled.graph.explain_id in exported.out
+
+
+@pytest.mark.parametrize("text", ["garbage", "urn:x>", 'urn:x"', "urn:x y", "urn:x%zz", "urn:{x}", "a:b\\c"])
+def test_the_read_model_refuses_what_is_not_an_iri(filled: Filled, text: str) -> None:
+    """Before any SPARQL is built: whoever calls (the CLI, the web view, a script), nothing is added to
+    a query or breaks it (e.g. a percent sign the store's parser would refuse: a syntax error)."""
+    from otel_prov.read.model import NotAnIri, check_iri
+
+    with pytest.raises(NotAnIri, match=r"^not an IRI: "):
+        check_iri(text)
+    store = open_for_reading(parse_store(str(filled.path)))
+    try:
+        reader = TraceReader(store)
+        for call in (reader.find_question, reader.triples, reader.trace, reader.question_of):
+            with pytest.raises(NotAnIri):
+                call(text)
+    finally:
+        store.close()
+    assert check_iri("urn:trustgraph:agent:no%20such") == "urn:trustgraph:agent:no%20such"
+
+
+def test_export_format_follows_the_output_suffix(filled: Filled, tmp_path: Path, capsysbinary: Any) -> None:
+    store = str(filled.path)
+    formats = pyoxigraph.RdfFormat
+    for suffix, rdf_format in ((".nq", formats.N_QUADS), (".trig", formats.TRIG),
+                               (".jsonld", formats.JSON_LD), (".ttl", formats.TURTLE)):
+        out = tmp_path / f"out{suffix}"
+        assert cli(capsysbinary, "export", "--store", store, "--output", str(out)).code == 0
+        parsed = list(pyoxigraph.parse(out.read_bytes(), format=rdf_format))
+        assert parsed
+        graphs = {getattr(q, "graph_name", None) for q in parsed}
+        if suffix == ".ttl":
+            assert not any(isinstance(g, pyoxigraph.NamedNode) for g in graphs)
+        else:
+            assert pyoxigraph.NamedNode(GRAPH_RETRIEVAL) in graphs  # the named graph: not Turtle
+    # --format wins over the suffix; an unknown suffix is Turtle, the default
+    out = tmp_path / "out.nq"
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "turtle").code == 0
+    assert out.read_text().startswith("@prefix")
+    out = tmp_path / "out.rdf"
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out)).code == 0
+    assert out.read_text().startswith("@prefix")
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert ".nq nquads" in " ".join(capsysbinary.readouterr().out.decode().split())
+
+
+def test_empty_results_name_the_filter(filled: Filled, capsysbinary: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store = str(filled.path)
+    r = cli(capsysbinary, "list", "--store", store, "--collection", "Mine")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == ("No explainability sessions found in collection 'Mine'; the store's collections: "
+                     "'default', 'other'.\n")
+    r = cli(capsysbinary, "list", "--store", store, "--collection", "other", "--type", "agent")
+    assert r.out == ("No explainability sessions found of type agent in collection 'other'; the store's "
+                     "collections: 'default', 'other'.\n")
+    monkeypatch.setenv("OTEL_PROV_COLLECTION", "Mine")  # a variable forgotten in the shell: said so
+    assert "in collection 'Mine' (OTEL_PROV_COLLECTION)" in cli(capsysbinary, "list", "--store", store).out
+    assert json.loads(cli(capsysbinary, "list", "--store", store, "--format", "json").out) == []
+    monkeypatch.delenv("OTEL_PROV_COLLECTION")
+    r = cli(capsysbinary, "export", "--store", store, "--collection", "nope")
+    assert r.code == 0 and r.out == ""
+    assert r.err == ("otel-prov: nothing exported: no session is in collection 'nope'; the store's "
+                     "collections: 'default', 'other'\n")
+
+
+def test_select_star_columns_in_the_query_order(filled: Filled, capsysbinary: Any) -> None:
+    """Oxigraph gives SELECT *'s columns in alphabetical order; people expect the query's."""
+    store = str(filled.path)
+    query = ("SELECT * WHERE { ?zeta tg:query ?alpha . # ?comment\n"
+             " ?zeta otelprov:traceId ?mid . FILTER(?alpha != \"?quoted\") } ORDER BY ?zeta LIMIT 2")
+    table = cli(capsysbinary, "query", query, "--store", store).out.splitlines()
+    assert [c.strip() for c in table[0].split("|")] == ["zeta", "alpha", "mid"]
+    doc = json.loads(cli(capsysbinary, "query", query, "--store", store, "--format", "json").out)
+    assert doc["head"]["vars"] == ["zeta", "alpha", "mid"]
+    assert list(doc["results"]["bindings"][0]) == ["zeta", "alpha", "mid"]
+    csv_out = cli(capsysbinary, "query", query, "--store", store, "--format", "csv").out
+    assert csv_out.startswith("zeta,alpha,mid\r\n")
+    named = cli(capsysbinary, "query", query.replace("SELECT *", "SELECT ?mid ?zeta"), "--store", store).out
+    assert [c.strip() for c in named.splitlines()[0].split("|")] == ["mid", "zeta"]
+
+
+def test_a_long_table_cell_is_cut_but_json_and_csv_keep_it(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "long"
+    exporter = ProvSpanExporter(store=f"oxigraph:{store}")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    long_question = "Why " + "very " * 60 + "long?"
+    with agent_session(long_question, session_id="long", tracer_provider=provider) as session:
+        session.conclude("yes")
+    provider.shutdown()
+    query = "SELECT ?text WHERE { ?q tg:query ?text }"
+    table = cli(capsysbinary, "query", query, "--store", str(store)).out.splitlines()
+    assert table[2] == long_question[:97] + "..."
+    doc = json.loads(cli(capsysbinary, "query", query, "--store", str(store), "--format", "json").out)
+    assert doc["results"]["bindings"][0]["text"]["value"] == long_question
+    assert long_question in cli(capsysbinary, "query", query, "--store", str(store), "--format", "csv").out
+
+
+def test_syntax_errors_list_a_few_expected_words(filled: Filled, capsysbinary: Any) -> None:
+    store = str(filled.path)
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE {\n  ?q tg:query ?text\n  FILTER(\n}", "--store", store)
+    one_error_line(r, "SPARQL syntax error at line 4, column 2 near '}': expected an expression or a keyword")
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE { ?q ?p ?o", "--store", store)
+    one_error_line(r, "expected one of ',', '.', ';', '{', '}', a name or a number")
+    assert "FDCF" not in r.err and "\\u{" not in r.err
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE { ?q ?p ?o } ORDER", "--store", store)
+    one_error_line(r, "expected one of GROUP, LATERAL, LIMIT or SERVICE")
+
+
+def test_a_directory_holding_the_store_names_it(filled: Filled, tmp_path: Path, capsysbinary: Any) -> None:
+    """The default store's parent (~/.local/share/otel-prov) given as the store: the store inside it
+    is named."""
+    one_error_line(cli(capsysbinary, "list", "--store", str(filled.path.parent)),
+                   f"no store at {filled.path.parent}, but there is one inside it: {filled.path}")
+    (tmp_path / "empty").mkdir()
+    one_error_line(cli(capsysbinary, "list", "--store", str(tmp_path / "empty")),
+                   "nothing has been exported there yet")
+
+
+def test_demo_prints_commands_that_work_as_printed(tmp_path: Path, capsysbinary: Any) -> None:
+    """--jaeger-url is in the `show` lines whose output has Jaeger links; a store in memory prints no
+    command (none could read it); --otlp says where the spans went."""
+    store = tmp_path / "with space"
+    r = cli(capsysbinary, "demo", "--store", str(store), "--jaeger-url", "http://127.0.0.1:16686")
+    assert r.code == 0
+    shows = [line for line in r.out.splitlines() if line.startswith("$ otel-prov show ")]
+    assert len(shows) == 3 and r.out.count("Jaeger: http://127.0.0.1:16686/trace/") >= 3
+    for line in shows:  # run each as printed: the same text
+        argv = shlex.split(line[2:])[1:]
+        again = cli(capsysbinary, *argv)
+        assert again.code == 0 and again.out.splitlines()[0] in r.out
+        assert "Jaeger: http://127.0.0.1:16686/trace/" in again.out
+    assert f"otel-prov ui --store '{store}' --jaeger-url http://127.0.0.1:16686" in r.out
+    memory = cli(capsysbinary, "demo", "--store", "memory:")
+    assert memory.code == 0 and "$ otel-prov" not in memory.out and "Next:" not in memory.out
+    assert memory.out.startswith("The store is in memory (memory:)")
+    assert memory.out.count("=== ") == 4  # the three sessions and the agent's sub-trace
+
+
+def test_demo_otlp_says_where_the_spans_went(tmp_path: Path, capsysbinary: Any) -> None:
+    """A real OTLP/gRPC receiver (otel-prov serve, in process) takes the spans; then none listens."""
+    from otel_prov.serve.server import Server
+    from otel_prov.settings import serve_settings
+
+    server = Server(serve_settings(store="memory:", grpc_port="0", http_port="off"))
+    try:
+        endpoint = f"http://{server.grpc_address}"
+        r = cli(capsysbinary, "demo", "-q", "--store", "memory:", "--otlp", endpoint)
+        assert r.code == 0
+        received = server.receiver.stats.spans_acknowledged
+        assert received > 0
+        said = [line for line in r.err.splitlines() if "over OTLP/gRPC" in line]
+        assert said == [f"otel-prov demo: {received} spans sent over OTLP/gRPC to {endpoint} "
+                         "(service otel-prov-demo)"]
+    finally:
+        server.stop()
+    r = cli(capsysbinary, "demo", "-q", "--store", "memory:", "--otlp", endpoint)  # nobody listens now
+    assert r.code == 0
+    assert f"spans could not be sent over OTLP/gRPC to {endpoint} (service otel-prov-demo): is Jaeger " \
+           "(or a Collector) listening there?" in r.err

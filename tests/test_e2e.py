@@ -20,17 +20,23 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyoxigraph
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import spans_to_dataset
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import records_from_otlp
+from otel_prov.model.quads import nquads
 from otel_prov.model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
 from otel_prov.stores.logstore import open_reader
 from otel_prov.stores.oxigraph import OxigraphStore
@@ -46,6 +52,7 @@ from tests.procs import (
     start_serve,
     wait_until,
 )
+from tests.stores import read_back
 
 TIMEOUT = 60.0
 
@@ -185,6 +192,7 @@ def test_agent_through_the_collector_to_jaeger_and_otel_prov(tmp_path: Path, pro
 _SCRIPT = textwrap.dedent("""\
     import json, sys
     from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from otel_prov.examples.react_agent import run_agent
@@ -196,6 +204,8 @@ _SCRIPT = textwrap.dedent("""\
              for s in memory.get_finished_spans()}
     json.dump({"trace_id": result.trace_id, "explain_id": result.explain_id, "answer": result.answer,
                "iterations": len(result.turns), "spans": spans}, sys.stdout)
+    with open(sys.argv[1], "wb") as out:  # the spans themselves, as OTLP
+        out.write(encode_spans(memory.get_finished_spans()).SerializeToString())
 """)
 
 
@@ -229,10 +239,20 @@ def test_in_process_otlp_and_prov_exporters(tmp_path: Path, procs: list[Proc]) -
         "OTEL_PROV_STORE": f"oxigraph:{store}",
     })
     started = time.monotonic()
-    run = subprocess.run([*_instrument_command(), sys.executable, str(script)], capture_output=True,
-                         text=True, timeout=120, env=env, cwd=tmp_path)
+    sent_spans = tmp_path / "spans.otlp"
+    run = subprocess.run([*_instrument_command(), sys.executable, str(script), str(sent_spans)],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
+    # The prov exporter stored exactly the graph of the spans the agent made (term by term: ids,
+    # nanosecond times), as the mapping makes it from the same spans read back as OTLP.
+    request = ExportTraceServiceRequest.FromString(sent_spans.read_bytes())
+    records, rejected = records_from_otlp(request.resource_spans)
+    assert records and not rejected
+    expected = set(pyoxigraph.parse(nquads(TraceMapper("seed").map(records).add),
+                                    format=pyoxigraph.RdfFormat.N_QUADS))
+    with read_back(store) as stored:
+        assert set(stored.quads_for_pattern(None, None, None, None)) == expected
     trace_id = result["trace_id"]
     # Jaeger: the trace, complete (span count from the PROV side's spanIds, checked below).
     prov = read_store(store)
@@ -296,10 +316,15 @@ def _agent_requests(n_sessions: int, per_request: int) -> tuple[list[bytes], int
     return requests, len(spans)
 
 
+def health_of(serve: Proc) -> dict[str, Any]:
+    status, body = http_get(f"http://{serve.http}/health", 2.0)
+    return json.loads(body) if status == 200 else {}
+
+
 def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: list[Proc]) -> None:
     """The Collector holds the PROV batches while ``serve`` is not running, and honours its
-    UNAVAILABLE + RetryInfo when it is busy (``--max-inflight 1``): every span ends up stored, none
-    is dropped (the exporter's failure counters stay 0)."""
+    UNAVAILABLE + RetryInfo when it is busy (``--max-inflight 1``, its one request a large one sent
+    directly): every span ends up stored, none is dropped (the exporter's failure counters stay 0)."""
     import grpc
 
     from tests.procs import free_port
@@ -312,6 +337,9 @@ def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: 
     procs.append(collector)
     requests, n_spans = _agent_requests(2000, 250)
     half = len(requests) // 4
+    # One large request sent to serve directly keeps its one request in flight for a while: every
+    # batch the Collector sends meanwhile is refused (UNAVAILABLE + RetryInfo) and must be retried.
+    (large,), n_large = _agent_requests(5000, 10**9)
     with grpc.insecure_channel(f"127.0.0.1:{collector.otlp_grpc}") as channel:
         export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
                                      request_serializer=None, response_deserializer=None)
@@ -321,17 +349,24 @@ def test_collector_retries_while_serve_is_down_then_busy(tmp_path: Path, procs: 
         serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--max-inflight", "1",
                             grpc_port=prov_port)
         procs.append(serve)
-        for body in requests[half:]:  # a burst: many batches sent at once by the exporter's consumers
-            export(body, timeout=10)
+        wait_until(lambda: health_of(serve).get("spans_acknowledged", 0) > 0, TIMEOUT,
+                   "serve to store what the Collector held", interval=0.1, proc=serve)
+        with grpc.insecure_channel(f"127.0.0.1:{prov_port}") as direct:
+            send = direct.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                      request_serializer=None, response_deserializer=None)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                answer = pool.submit(send, large, timeout=120)
+                wait_until(lambda: health_of(serve).get("in_flight", 0) >= 1 or answer.done(), TIMEOUT,
+                           "the large request to be in flight", interval=0.01, proc=serve)
+                for body in requests[half:]:  # sent on by the Collector while serve is busy
+                    export(body, timeout=10)
+                answer.result()
 
-    def health() -> dict[str, Any]:
-        status, body = http_get(f"http://{serve.http}/health", 2.0)
-        return json.loads(body) if status == 200 else {}
-
-    wait_until(lambda: health().get("spans_acknowledged", 0) >= n_spans, TIMEOUT,
-               f"otel-prov serve to acknowledge all {n_spans} spans", interval=0.2, proc=serve)
-    info = health()
-    assert info["spans_acknowledged"] == n_spans
+    everything = n_spans + n_large  # the Collector's, and the large request's
+    wait_until(lambda: health_of(serve).get("spans_acknowledged", 0) >= everything, TIMEOUT,
+               f"otel-prov serve to acknowledge all {everything} spans", interval=0.2, proc=serve)
+    info = health_of(serve)
+    assert info["spans_acknowledged"] == everything
     refused = info["refused"].get("request refused: too many requests in flight", 0)
     assert refused > 0, "the Collector never sent concurrently: back-pressure was not exercised"
     for metric in ("otelcol_exporter_send_failed_spans", "otelcol_exporter_enqueue_failed_spans"):

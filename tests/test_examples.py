@@ -289,3 +289,14 @@ def test_script_under_opentelemetry_instrument(tmp_path: Path) -> None:
     assert [(s.type, s.status) for s in sessions] == [("Agent", "complete")]
     trace_id = next(line for line in done.stdout.splitlines() if line.startswith("trace id: "))
     assert sessions[0].trace_id == trace_id.removeprefix("trace id: ")
+
+
+@pytest.mark.parametrize("script", ["react_agent.py", "graph_rag.py", "doc_rag.py"])
+def test_script_refuses_an_empty_question(script: str, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), "  ", "--store", str(store)],
+                          capture_output=True, text=True, env=_env(), timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"{script}: error: the question is empty: ask one, or leave it out for the "
+                                  "default ('") and done.stderr.count("\n") == 1, done.stderr
+    assert not store.exists()  # nothing recorded

@@ -7,14 +7,16 @@ import logging
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pyoxigraph
 import pytest
 import rdflib
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import (
     ConfigError,
@@ -27,7 +29,11 @@ from otel_prov import (
     spans_to_dataset,
 )
 from otel_prov import attributes as A
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import from_sdk
+from otel_prov.model.quads import nquads
 from tests.graphs import assert_isomorphic
+from tests.stores import read_back
 
 TG = "https://trustgraph.ai/ns/"
 
@@ -39,6 +45,12 @@ def _run_agent(provider: TracerProvider, question: str = "Capital of France?", *
             step.call_tool("lookup", lambda q: "Paris", {"q": "France"})
         session.conclude("Paris")
     return session.explain_id
+
+
+def quads_of(spans: Sequence[ReadableSpan]) -> set[pyoxigraph.Quad]:
+    """The graph of these spans, as the pure mapping makes it (terms as text)."""
+    update = TraceMapper("seed").map([from_sdk(s) for s in spans])
+    return set(pyoxigraph.parse(nquads(update.add), format=pyoxigraph.RdfFormat.N_QUADS))
 
 
 def _count(store_path: Path, sparql: str) -> int:
@@ -90,6 +102,8 @@ def test_shutdown_is_idempotent_and_releases_the_store(tmp_path) -> None:
     path = tmp_path / "s"
     exporter = ProvSpanExporter(store=path)
     provider = TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     _run_agent(provider)
     exporter.shutdown()
@@ -99,7 +113,10 @@ def test_shutdown_is_idempotent_and_releases_the_store(tmp_path) -> None:
     assert _count(path, f"SELECT ?s WHERE {{ GRAPH ?g {{ ?s a <{TG}Question> }} }}") == 1
     # ... and so can this one, through rdflib.
     ds = load_dataset(f"oxigraph:{path}")
-    assert len(ds) > 0
+    assert_isomorphic(spans_to_dataset(memory.get_finished_spans()), ds)
+    # ... and, term by term (times to the nanosecond), the graph of the spans it was given.
+    with read_back(path) as store:
+        assert set(store.quads_for_pattern(None, None, None, None)) == quads_of(memory.get_finished_spans())
 
 
 def test_two_exporters_in_one_process_write_one_store(tmp_path) -> None:
@@ -196,7 +213,8 @@ def test_bad_input_never_raises_keeps_text_and_writes_only_valid_iris(captured, 
     dump = exporter.store.dump("nquads")
     check = pyoxigraph.Store()
     check.load(dump, format=pyoxigraph.RdfFormat.N_QUADS)
-    assert len(check) == len(list(pyoxigraph.parse(dump, format=pyoxigraph.RdfFormat.N_QUADS)))
+    # ... and it holds exactly the graph of the spans (none lost to the bad input).
+    assert set(check) == quads_of(memory.get_finished_spans())
     iri = s.explain_id
     assert iri.startswith("urn:trustgraph:agent:a%20b%3Cc%3E%2Fd%22e%7Bf%7D%7Cg%5Eh%60i%5Cj")
     values = {(str(r["p"].value), r["o"].value) for r in exporter.store.query(
@@ -343,6 +361,8 @@ def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monke
 
     monkeypatch.setattr(exporter.store, "add", failing)
     provider = TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     results: list[object] = []
 
@@ -357,7 +377,14 @@ def test_shutdown_releases_an_export_waiting_for_a_failing_store(tmp_path, monke
     exporter.shutdown()       # returns: releases the waiting export
     thread.join(10)
     assert not thread.is_alive() and len(results) == 3
-    assert list(tmp_path.glob("otel-prov-rescue-*.nq"))
+    # The rescue file holds what was queued and could not be stored: whole batches (each span's
+    # quads, all of them), nothing else.
+    rescued: set[pyoxigraph.Quad] = set()
+    for path in tmp_path.glob("otel-prov-rescue-*.nq"):
+        rescued |= set(pyoxigraph.parse(path=str(path), format=pyoxigraph.RdfFormat.N_QUADS))
+    whole = [quads_of([span]) for span in memory.get_finished_spans()]
+    kept = [q for q in whole if q <= rescued]
+    assert kept and set().union(*kept) == rescued
 
 
 def test_a_log_that_cannot_be_written_fails_the_export_and_keeps_nothing_half(tmp_path, monkeypatch,

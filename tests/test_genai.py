@@ -9,6 +9,7 @@ written out in full as TriG.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +29,19 @@ from otel_prov.mapping.agents import NO_QUERY, map_agent_traces
 from otel_prov.mapping.mapper import FORGOTTEN_WAITING, LATE_SPAN, TRACE_TOO_BIG, TraceMapper
 from otel_prov.mapping.spans import SpanRecord, from_sdk
 from otel_prov.mapping.tree import PARENT_LOOP, trace_view
-from otel_prov.model.iris import nested_agent_uuid
 from otel_prov.model.terms import isoformat_ns
 from tests.graphs import assert_isomorphic
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
+NESTED = uuid.uuid5(uuid.NAMESPACE_URL, "https://w3id.org/otel-prov/ns#nested-agent")
+"""docs/model.md: the namespace of the uuid5 of a session that does not own its trace id."""
+
+
+def nested(trace_id: int, span_id: int, prefix: str = "urn:trustgraph:agent:") -> str:
+    """The Question IRI of such a session, by the documented rule (the standard library's uuid5 of
+    ``{trace id, 32 hex}/{span id, 16 hex}``), not by the code under test."""
+    return prefix + str(uuid.uuid5(NESTED, f"{trace_id:032x}/{span_id:016x}"))
+
 U = "urn:trustgraph:agent:4bf92f35-77b3-4da6-a3ce-929d0e0e4736"
 T0 = 1_796_032_800_000_000_000  # 2026-11-30T10:00:00Z
 MS = 1_000_000
@@ -375,8 +384,8 @@ def test_openinference_smolagents_trace_seed_graph() -> None:
 
 # -- multi-agent -----------------------------------------------------------------------------------------
 
-EXPERT = "urn:trustgraph:agent:c9df12a0-42c9-5aef-9aa1-ba9f444b3d9c"  # uuid5(trace id/span 4)
-HELPER = "urn:trustgraph:agent:94e9ac5a-5a14-5a81-ae27-61e5c1220ceb"  # uuid5(trace id/span 6)
+EXPERT = nested(TRACE_ID, 4)
+HELPER = nested(TRACE_ID, 6)
 
 
 def multi_agent_trace() -> S:
@@ -463,7 +472,7 @@ def test_sibling_agents_first_one_owns_the_trace_id() -> None:
         return S(f"invoke_agent {name}", start, end, {"gen_ai.operation.name": "invoke_agent",
                                                       "input.value": f"to {name}", "output.value": name})
     spans = make(S("Agent workflow", 0, 100, {}, [agent("A", 1, 40), agent("B", 41, 99)]))
-    second = "urn:trustgraph:agent:16f7b035-f94c-5638-8993-2fa97828a06e"  # uuid5(trace id/span 3)
+    second = nested(TRACE_ID, 3)
     expected = trig(f"""
     <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "to A" ; prov:startedAtTime {t(1)} ;
         otelprov:agentName "A" ; otelprov:collection "default" ; {TID} ; {sid(2)} .
@@ -608,19 +617,19 @@ def test_genai_agent_run_by_our_tool_is_a_sub_trace_of_our_step(captured) -> Non
     spans = list(memory.get_finished_spans())
     helper = next(s for s in spans if s.name == "invoke_agent helper")
     think = next(s for s in spans if s.name == "execute_tool think")
-    nested = "urn:trustgraph:agent:" + nested_agent_uuid(helper.context.trace_id, helper.context.span_id)
+    sub_agent = nested(helper.context.trace_id, helper.context.span_id)
     ids = f'otelprov:traceId "{helper.context.trace_id:032x}"'
     start = isoformat_ns(helper.start_time)
     expected_sub = trig(f"""
-    <{nested}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "the meaning" ;
+    <{sub_agent}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "the meaning" ;
         prov:startedAtTime "{start}"^^xsd:dateTime ; otelprov:collection "default" ;
         otelprov:agentName "helper" ;
         prov:wasDerivedFrom <urn:trustgraph:agent:s-2/i1> ; {ids} ;
         otelprov:spanId "{helper.context.span_id:016x}" .
-    <{nested}/i1> a prov:Entity, tg:Analysis ; tg:action "think" ; prov:wasDerivedFrom <{nested}> ;
+    <{sub_agent}/i1> a prov:Entity, tg:Analysis ; tg:action "think" ; prov:wasDerivedFrom <{sub_agent}> ;
         otelprov:notCaptured "thought", "arguments", "observation" ;
         {ids} ; otelprov:spanId "{think.context.span_id:016x}" .
-    <{nested}/final> a prov:Entity, tg:Conclusion ; tg:answer "42" ; prov:wasDerivedFrom <{nested}/i1> ;
+    <{sub_agent}/final> a prov:Entity, tg:Conclusion ; tg:answer "42" ; prov:wasDerivedFrom <{sub_agent}/i1> ;
         {ids} ; otelprov:spanId "{helper.context.span_id:016x}" .
     """)
     ours = [s for s in spans if s.name not in ("invoke_agent helper", "execute_tool think")]
@@ -732,7 +741,7 @@ def test_remote_parent_is_a_root_until_it_arrives() -> None:
         {(s, p, o) for s, p, o, _ in alone.quads((None, None, None, None))}
     # With the upstream spans, the remote agent is nested under the step that called it, whatever
     # arrives first.
-    remote = "urn:trustgraph:agent:" + nested_agent_uuid(TRACE_ID, 101)
+    remote = nested(TRACE_ID, 101)
     whole = spans_to_dataset(upstream + downstream)
     derived = {(str(s), str(o)) for s, _, o, _ in whole.quads(
         (None, rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), None, None))}
@@ -839,7 +848,7 @@ def test_genai_retrieval_inside_a_tool_is_a_docrag_sub_trace_of_its_step() -> No
                                       "gen_ai.retrieval.documents": docs}),
         ]),
     ]))
-    sub = "urn:trustgraph:docrag:" + nested_agent_uuid(TRACE_ID, 3)
+    sub = nested(TRACE_ID, 3, "urn:trustgraph:docrag:")
     ds = spans_to_dataset(spans)
     derived = {(str(s), str(o)) for s, _, o, _ in ds.quads(
         (None, rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom"), None, None))}
@@ -859,7 +868,7 @@ def test_calls_of_one_conversation_id_across_traces_are_one_session_whatever_the
             "gen_ai.output.messages": messages(("assistant", [text(answer)]))}, kind=SpanKind.CLIENT),
             trace_id=TRACE_ID + n)
     traces = [call(0, "first?", "one"), call(1, "second?", "two"), call(2, "third?", "three")]
-    first = "urn:trustgraph:agent:" + nested_agent_uuid(TRACE_ID, 1)
+    first = nested(TRACE_ID, 1)
     whole = spans_to_dataset([s for t in traces for s in t])
     assert objects(whole, "https://trustgraph.ai/ns/query") == {"first?"}
     assert objects(whole, "https://trustgraph.ai/ns/answer") == {"three"}

@@ -328,6 +328,36 @@ def test_a_genai_trace_split_over_two_exporters_keeps_only_what_each_can_map(tmp
     assert waiting == len(tools)  # the tools' exporter kept them for an agent span it never saw
 
 
+def test_readers_while_the_first_writer_creates_the_store(tmp_path: Path) -> None:
+    """A reader that comes while the first writer is still creating the index (its column
+    families appear one by one) reads the log, never fails: 'no store yet', or what is there."""
+    from otel_prov.errors import StoreError, StoreNotFound
+    from otel_prov.stores import open_for_reading, parse_store
+
+    errors: list[str] = []
+    opened = 0
+    for n in range(5):
+        path = tmp_path / f"store{n}"
+        code = (f"from otel_prov import ProvSpanExporter\n"
+                f"exporter = ProvSpanExporter(store={str(path)!r})\n"
+                "import time; time.sleep(0.3); exporter.shutdown()\n")
+        writer = subprocess.Popen([sys.executable, "-c", code], env=clean_env())
+        try:
+            while writer.poll() is None:
+                try:
+                    open_for_reading(parse_store(str(path))).close()
+                    opened += 1
+                except StoreNotFound:
+                    pass
+                except StoreError as exc:
+                    errors.append(str(exc))
+        finally:
+            writer.wait(timeout=60)
+        assert writer.returncode == 0
+    assert errors == []
+    assert opened > 0  # the readers did meet the store while it was being made
+
+
 # -- the fold handed over at shutdown ------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import rdflib
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -85,9 +85,11 @@ def _expected_helper(plan: AgentPlan | GraphRagPlan | DocRagPlan) -> Counter[URI
     want: Counter[URIRef] = Counter({URIRef(TG.Question): 1, URIRef(TG.Analysis): 0,
                                      URIRef(TG.Conclusion): 0, URIRef(TG.Synthesis): 0})
     if isinstance(plan, AgentPlan):
-        want[URIRef(TG.Analysis)] += len(plan.steps)
-        want[URIRef(TG.Conclusion)] += plan.answer is not None
-        for step in plan.steps:
+        want[URIRef(TG.Analysis)] += len(plan.run_steps())
+        want[URIRef(TG.Conclusion)] += plan.answer is not None and plan.fail_at is None
+        for k, step in enumerate(plan.run_steps()):
+            if k == plan.fail_at:
+                continue  # it raised before running its tool
             if isinstance(step.inner, GenAIAgent):
                 _add_genai(want, step.inner.all_agents(), len(step.inner.all_tools()))
             elif isinstance(step.inner, DocRagPlan):
@@ -161,6 +163,7 @@ def test_genai_traces_any_delivery_same_graph(plan: GenAIPlan, profile: str, dat
 @given(plan=helper_plans, profile=st.sampled_from(PROFILES))
 def test_running_session_already_shows_question_and_finished_steps(
         plan: AgentPlan | GraphRagPlan | DocRagPlan, profile: str) -> None:
+    assume(not (isinstance(plan, AgentPlan) and plan.fail_at is not None))  # it never reaches its end
     finished_early: list[ReadableSpan] = []
     spans = run_plan(plan, before_end=finished_early.extend)
     assert finished_early, "the snapshot was taken"

@@ -795,6 +795,19 @@ def test_serve_command_reports_a_bad_store_in_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines()[-1].startswith("otel-prov serve: cannot create the store")
 
 
+def test_serve_in_memory_warns_at_start(tmp_path: Path) -> None:
+    """``--store memory:`` is allowed (tests, trials) but said: everything is lost when serve stops."""
+    from tests.procs import start_serve
+
+    server = start_serve("memory:", tmp_path / "serve.log")
+    assert server.terminate() == 0, server.tail()
+    warned = [line for line in server.log.read_text().splitlines() if "memory:" in line and "WARNING" in line]
+    assert len(warned) == 1, server.log.read_text()
+    assert warned[0].endswith(
+        "otel-prov serve: the store is in memory (memory:): everything received is lost when serve stops, "
+        "and no other command can read it; give --store PATH to keep it")
+
+
 def test_response_type_matches_request(make_server: Make) -> None:
     server = make_server()
     resp = requests.post(f"http://{server.http_address}/v1/traces", timeout=10,

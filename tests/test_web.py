@@ -4,6 +4,7 @@ spans, and plain HTTP requests (the browser tests are in test_browser.py)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import xml.etree.ElementTree as ET
@@ -295,6 +296,20 @@ def test_sparql_page_and_api(view: str, recorded: Recorded) -> None:
     assert ask["boolean"] is True
 
 
+def _query_processes() -> list[int]:
+    """This process's children running a query (multiprocessing's spawned interpreters)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields.get("PPid", "0").strip()) == os.getpid() and b"spawn_main" in cmdline:
+            found.append(int(status.parent.name))
+    return found
+
+
 def test_sparql_row_limit_and_timeout(recorded: Recorded) -> None:
     running = serve(_config(recorded.path, row_limit=3, query_timeout=0.2))
     try:
@@ -306,7 +321,12 @@ def test_sparql_row_limit_and_timeout(recorded: Recorded) -> None:
         started = time.monotonic()
         slow = get(running.url + "/sparql", params={"query": heavy})
         assert slow.status_code == 504 and "did not finish within 0.2 s" in slow.text
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 15
+        # The abandoned query does not go on using a core: its process is gone.
+        assert _query_processes() == []
+        for _ in range(3):  # and the view's query slots are free again
+            assert get(running.url + "/sparql", params={"query": heavy}).status_code == 504
+        assert get(running.url + "/api/sparql", params={"query": "ASK { ?s ?p ?o }"}).json()["boolean"]
     finally:
         running.stop()
 
@@ -370,7 +390,7 @@ def test_non_loopback_needs_a_token_or_an_explicit_yes(tmp_path: Path,
     assert ui_settings(store=str(tmp_path), host="0.0.0.0", token="t").token == "t"
     assert ui_settings(store=str(tmp_path), host="0.0.0.0", public_without_token=True).host == "0.0.0.0"
     assert ui_settings(store=str(tmp_path), host="::1").host == "::1"
-    assert main(["ui", "--store", str(tmp_path), "--host", "0.0.0.0"]) == 1
+    assert main(["ui", "--store", str(tmp_path), "--host", "0.0.0.0"]) == 2  # a bad value: a usage error
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--public-without-token" in err
     with pytest.raises(ConfigError, match="memory"):
@@ -485,3 +505,115 @@ def test_the_ui_command_serves_until_sigterm(recorded: Recorded, tmp_path: Path)
         assert "7 sessions" in get(found.group(1) + "/").text
     finally:
         assert proc.terminate() == 0, proc.tail()
+
+
+# -- a newcomer's first hour (issue 13) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["garbage", "a%20b", "urn:x%3E", "urn:x%22", "xyz", "urn:x%25zz",
+                                  "urn:x%3E%20%7D%20SERVICE%20%3Chttp://127.0.0.1:1/%3E%20%7B"])
+def test_a_malformed_iri_is_a_clear_404_never_sparql(view: str, path: str) -> None:
+    page = get(view + "/sessions/" + path)
+    assert page.status_code == 404
+    assert "No such session" in page.text and "not an IRI" in page.text
+    api = get(view + "/api/sessions/" + path)
+    assert api.status_code == 404 and api.json()["error"].startswith("not an IRI: ")
+
+
+def test_a_trace_id_in_a_session_url_redirects_to_its_session(view: str, recorded: Recorded) -> None:
+    r = get(view + f"/sessions/{recorded.agent.trace_id}", allow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == session_url(recorded.agent.explain_id)
+
+
+def test_a_store_that_cannot_be_read_is_a_clear_page(tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The store becomes a file while the view runs (any StoreError): every page says so, /api answers
+    {"error": ...}, one log line each, never a traceback."""
+    path = tmp_path / "store"
+    running = serve(_config(path))
+    try:
+        assert get(running.url + "/").status_code == 200  # no store yet: fine
+        path.write_text("a file now\n")
+        for page in ("/", "/sessions/urn:trustgraph:agent:x", "/sparql?query=ASK%20%7B%7D"):
+            r = get(running.url + page)
+            assert r.status_code == 503, (page, r.status_code, r.text[:300])
+            assert "is a file, not a store" in r.text
+            assert "The store cannot be read" in r.text or page.startswith("/sparql")
+            assert r.headers["content-type"].startswith("text/html")
+            assert r.headers["x-frame-options"] == "DENY"
+        for api in ("/api/sessions", "/api/sessions/urn:trustgraph:agent:x", f"/api/trace/{'1' * 32}",
+                    "/api/sparql?query=ASK%20%7B%7D", "/api/changes"):
+            r = get(running.url + api)
+            assert r.status_code == 503 and "is a file, not a store" in r.json()["error"], api
+    finally:
+        running.stop()
+    failures = [r for r in caplog.records if "the store cannot be read" in r.getMessage()]
+    assert failures and not any(r.exc_info for r in failures)
+
+
+def test_the_ui_command_refuses_a_store_it_cannot_read_at_start(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a store\n")
+    assert main(["ui", "--store", str(a_file), "--port", "0"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"otel-prov: error: {a_file} is a file, not a store (a store is a directory); "
+                            "check --store, OTEL_PROV_STORE, or ProvSpanExporter(store=...)\n")
+
+
+def test_no_store_yet_suggests_the_store_of_the_view(tmp_path: Path) -> None:
+    path = tmp_path / "my store"
+    running = serve(_config(path))
+    try:
+        page = get(running.url + "/").text
+    finally:
+        running.stop()
+    assert f"otel-prov demo --store &#39;oxigraph:{path}&#39;" in page
+    assert f"OTEL_PROV_STORE=&#39;oxigraph:{path}&#39;" in page
+
+
+def test_sparql_select_star_columns_in_the_query_order(view: str) -> None:
+    query = "SELECT * WHERE { ?zeta tg:query ?alpha . ?zeta otelprov:traceId ?mid } LIMIT 1"
+    api = get(view + "/api/sparql", params={"query": query}).json()
+    assert api["head"]["vars"] == ["zeta", "alpha", "mid"]
+    page = get(view + "/sparql", params={"query": query}).text
+    assert re.findall(r"<th>(\w+)</th>", page) == ["zeta", "alpha", "mid"]
+
+
+def test_a_token_is_never_printed(recorded: Recorded, tmp_path: Path) -> None:
+    """The token given through the environment stays out of stdout and logs; the line says one is needed."""
+    import sys
+
+    from tests.procs import start, wait_until
+
+    command = [sys.executable, "-m", "otel_prov.cli", "ui", "--store", str(recorded.path), "--port", "0"]
+    proc = start("otel-prov ui", command, tmp_path / "ui.log", env={"OTEL_PROV_UI_TOKEN": "s3cret-t0ken"})
+    try:
+        found = wait_until(lambda: re.search(r"otel-prov ui: serving (http://127\.0\.0\.1:\d+)/ \(.*\)\n",
+                                             proc.log.read_text()), 30, "the view", proc=proc)
+        assert "a token is required: open it once with ?token=... in a browser" in found.group(0)
+        url = found.group(1)
+        assert get(url + "/").status_code == 401
+        assert get(url + "/", headers={"Authorization": "Bearer s3cret-t0ken"}).status_code == 200
+    finally:
+        assert proc.terminate() == 0, proc.tail()
+    assert "s3cret-t0ken" not in proc.log.read_text()
+
+
+def test_demo_ui_checks_its_port_before_running_anything(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    busy = socket.create_server(("127.0.0.1", 0))
+    port = busy.getsockname()[1]
+    store = tmp_path / "store"
+    try:
+        code = main(["demo", "--ui", "--port", str(port), "--store", str(store)])
+    finally:
+        busy.close()
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    assert captured.err == (f"otel-prov: error: cannot listen on 127.0.0.1:{port}: Address already in use "
+                            "(choose another with --port or OTEL_PROV_UI_PORT)\n")
+    assert not store.exists()  # nothing ran

@@ -362,3 +362,28 @@ def test_the_write_left_at_close_goes_side_by_side(tmp_path: Path) -> None:
     assert store.side_by_side and sum(store.side_by_side) + sum(store.calls) >= sum(map(len, batches))
     assert stored(store) == expected(first + [q for b in batches for q in b])
     store.close()
+
+
+def test_files_set_aside_are_private_and_never_follow_a_link(tmp_path: Path) -> None:
+    """Rescue files and quads a server refused hold agents' data: 0600, never through a symbolic
+    link planted at their (predictable) name, never over an existing file."""
+    from otel_prov.stores.base import open_private
+
+    path = tmp_path / "otel-prov-rescue-1.nq"
+    with open_private(path) as handle:
+        handle.write(b"<urn:a> <urn:b> <urn:c> <urn:g> .\n")
+    assert path.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(FileExistsError):
+        open_private(path)
+    with open_private(path, append=True) as handle:
+        handle.write(b"<urn:d> <urn:b> <urn:c> <urn:g> .\n")
+    assert len(path.read_bytes().splitlines()) == 2
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"keep\n")
+    link = tmp_path / "otel-prov-rejected-1.nq"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        open_private(link, append=True)
+    with pytest.raises(OSError):
+        open_private(link)
+    assert target.read_bytes() == b"keep\n"

@@ -34,12 +34,12 @@
 #   SCALE_STORE_URL (see below), OTEL_PROV_SERVE_TOKEN (passed to serve and consumers).
 #
 # ---- THE STORE ---------------------------------------------------------------------------------
-# SCALE_STORE_URL: the ONE shared store every `otel-prov serve` writes to (the SPARQL server started
-# with --sparql, e.g. http://127.0.0.1:7878 for Oxigraph). otel-prov serve cannot use a remote
-# SPARQL store yet (being built separately): when SCALE_STORE_URL is set, it is passed as-is
-# to `otel-prov serve --store "$SCALE_STORE_URL"`; adjust SERVE_STORE_ARG below to the final
-# syntax. When it is empty (default), each serve gets its OWN embedded store,
-# oxigraph:$RUN_DIR/serve-<i>/store, which is enough to check where each trace went.
+# With --sparql oxigraph|fuseki, every `otel-prov serve` writes to that ONE shared SPARQL server
+# (otel-prov serve --store http://127.0.0.1:$OXIGRAPH_PORT, or .../ds for Fuseki): traces that
+# Kafka redelivers after a consumer dies are then no-ops, whoever writes them. SCALE_STORE_URL
+# overrides the URL (a server started elsewhere; its credentials through OTEL_PROV_STORE_USER /
+# _PASSWORD / _TOKEN / _CA, which the serves inherit). Without either, each serve gets its OWN
+# embedded store, oxigraph:$RUN_DIR/serve-<i>/store, which is enough to check where each trace went.
 # -------------------------------------------------------------------------------------------------
 #
 # The last stdout line "READY <run dir>" says everything is up; pids are in <run dir>/pids/*.pid.
@@ -112,6 +112,8 @@ OXIGRAPH_PORT=${OXIGRAPH_PORT:-7878}
 FUSEKI_PORT=${FUSEKI_PORT:-3030}
 FUSEKI_HEAP_OPTS=${FUSEKI_HEAP_OPTS:--Xmx1g}
 SCALE_STORE_URL=${SCALE_STORE_URL:-}
+if [[ -z $SCALE_STORE_URL && $SPARQL == oxigraph ]]; then SCALE_STORE_URL=http://$HOST:$OXIGRAPH_PORT; fi
+if [[ -z $SCALE_STORE_URL && $SPARQL == fuseki ]]; then SCALE_STORE_URL=http://$HOST:$FUSEKI_PORT/ds; fi
 BROKERS=$HOST:$KAFKA_PORT
 
 if ((N > KAFKA_PARTITIONS)); then
@@ -132,12 +134,23 @@ start() { # start NAME LOGFILE CMD...; extra environment via `env` in CMD
 	T_START[$name]=$(date +%s.%N)
 }
 # pid_of NAME: its pid, only while that process is still the one started here (its command line
-# names this run's directory or these config files), so a stale pid file never hits another process.
+# names this run's directory or these config files, or it runs in this run's directory), so a stale
+# pid file never hits another process.
 pid_of() {
 	local p
 	p=$(cat "$RUN_DIR/pids/$1.pid" 2>/dev/null) && [[ -n $p ]] || return 1
+	local cmdline state
 	if [[ -r /proc/$p/cmdline ]]; then
-		tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF -e "$RUN_DIR" -e "$SCRIPT_DIR" || return 1
+		cmdline=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || cmdline=
+		# Empty for a moment while the process execs (a fast server is checked right then; taking it
+		# for a stranger made run-local report it dead and stop everything), and for a zombie.
+		if [[ -z $cmdline ]]; then
+			state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) || state=
+			[[ -n $state && $state != Z ]] || return 1
+		else
+			grep -qF -e "$RUN_DIR" -e "$SCRIPT_DIR" <<<"$cmdline" ||
+				[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$RUN_DIR"/* ]] || return 1
+		fi
 	fi
 	printf '%s\n' "$p"
 }
@@ -299,8 +312,12 @@ sed -e "s#@KAFKA_HOST@#$HOST#g" -e "s#@KAFKA_PORT@#$KAFKA_PORT#g" \
 	"$SCRIPT_DIR/server.properties.in" >"$RUN_DIR/server.properties"
 KAFKA_JAVA=(java -cp "$KAFKA_LIB/*" "-Dlog4j2.configurationFile=$SCRIPT_DIR/kafka-log4j2.properties")
 if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
-	# A cluster id is 16 random bytes, base64url without padding (what `StorageTool random-uuid` prints).
-	cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	# A cluster id is 16 random bytes, base64url without padding (what `StorageTool random-uuid` prints);
+	# one that starts with '-' would be read by StorageTool as an option, so draw again.
+	cluster_id=-
+	while [[ $cluster_id == -* ]]; do
+		cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	done
 	t0=$(date +%s.%N)
 	"${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$RUN_DIR/server.properties" \
 		>"$RUN_DIR/logs/kafka-format.log" 2>&1 || {
@@ -335,9 +352,8 @@ fuseki)
 esac
 
 # ---- 3. otel-prov serve x N ----------------------------------------------------------------------
-# SERVE_STORE_ARG i: the --store value of serve i. TODO(store-url): when otel-prov serve gains remote
-# SPARQL stores, SCALE_STORE_URL (e.g. http://127.0.0.1:7878 with --sparql oxigraph) becomes the one
-# store of all of them; adapt the syntax here if the option ends up spelled differently.
+# SERVE_STORE_ARG i: the --store value of serve i: the one shared SPARQL store (SCALE_STORE_URL), or
+# an embedded store of its own.
 SERVE_STORE_ARG() {
 	if [[ -n $SCALE_STORE_URL ]]; then
 		printf '%s' "$SCALE_STORE_URL"
@@ -347,7 +363,9 @@ SERVE_STORE_ARG() {
 }
 for ((i = 1; i <= N; i++)); do
 	mkdir -p "$RUN_DIR/serve-$i"
-	start "serve-$i" "$RUN_DIR/logs/serve-$i.log" "${PROV_CMD[@]}" serve --store "$(SERVE_STORE_ARG "$i")" \
+	# In its own directory (env -C): a shared store's URL does not name the run dir, its cwd does.
+	start "serve-$i" "$RUN_DIR/logs/serve-$i.log" env -C "$RUN_DIR/serve-$i" "${PROV_CMD[@]}" serve \
+		--store "$(SERVE_STORE_ARG "$i")" \
 		--host "$HOST" --grpc-port $((SERVE_GRPC_PORT_BASE + i - 1)) --http-port off
 done
 for ((i = 1; i <= N; i++)); do
@@ -395,7 +413,11 @@ wait_ready front 60 log_has front 'Everything is ready' || exit 1
 	[[ $SPARQL == oxigraph ]] && echo "sparql:  Oxigraph http://$HOST:$OXIGRAPH_PORT  (/query, /update, /store)"
 	[[ $SPARQL == fuseki ]] && echo "sparql:  Fuseki http://$HOST:$FUSEKI_PORT/ds  (/ds/query, /ds/update, /ds/data; POST /ds with N-Quads)"
 	echo "front metrics: http://$HOST:$FRONT_METRICS_PORT/metrics; logs: $RUN_DIR/logs"
-	[[ -n $SCALE_STORE_URL ]] || echo "store:   one embedded store per serve (SCALE_STORE_URL unset; the shared SPARQL store needs otel-prov's store-URL support)"
+	if [[ -n $SCALE_STORE_URL ]]; then
+		echo "store:   $SCALE_STORE_URL, shared by every serve (otel-prov list --store $SCALE_STORE_URL)"
+	else
+		echo "store:   one embedded store per serve (no --sparql and no SCALE_STORE_URL)"
+	fi
 } | tee "$RUN_DIR/endpoints.txt"
 echo "READY $RUN_DIR"
 log "running; Ctrl-C stops everything"

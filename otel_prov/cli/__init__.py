@@ -3,7 +3,9 @@ serve OTLP; serve the web view.
 
 Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
 exporter's default store); the reading ones (:mod:`.read`: list, show, export, query) never create
-one.  Errors are one line on stderr and exit status 1 (2 for a usage error); never a traceback.
+one.  Errors are one line on stderr, never a traceback; the exit status is 1 when an operation
+failed, 2 for a usage error or a bad value (argparse's, a ConfigError, a missing input), 130 when
+interrupted (:data:`.common.EXIT_USAGE` and the others).
 Each subcommand is a module here that registers itself in :func:`build_parser`.
 """
 
@@ -16,18 +18,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import settings
-from ..errors import ProvError
+from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.model import TYPES, TraceNotFound
 from ..render import LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
-from .common import PROG, CliError
-from .read import DEFAULT_QUERY_TIMEOUT, cmd_export, cmd_list, cmd_query, cmd_show
+from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, CliError
+from .read import DEFAULT_QUERY_TIMEOUT, EXPORT_SUFFIXES, cmd_export, cmd_list, cmd_query, cmd_show
 
-_STORE_HELP = (f"the store: 'oxigraph:PATH' or a path ({settings.STORE.env}; default "
-               "$XDG_DATA_HOME/otel-prov/store, the exporter's default)")
+_STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
+               f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store, the exporter's default)")
 _COLLECTION_HELP = f"only sessions of this collection ({settings.COLLECTION.env}; default: all)"
 
 
@@ -95,8 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
              "one collection, or the given sessions (with their sub-traces).  Progress is shown on\n"
              "stderr for long exports when it is a terminal.")
     _common(p, collection=True)
-    p.add_argument("--session", action="append", metavar="IRI", help="only this session (repeatable)")
-    p.add_argument("--format", **_formats(list(EXPORT_FORMATS)))
+    p.add_argument("--session", action="append", metavar="IRI",
+                   help="only this session (its IRI, or its trace id; repeatable)")
+    suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
+    p.add_argument("--format", choices=tuple(EXPORT_FORMATS),
+                   help=f"default: from --output's suffix ({suffixes}), else {next(iter(EXPORT_FORMATS))}")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "query", cmd_query, "run a SPARQL query over the store",
@@ -121,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
              "exporter writing to the store, then print 'list' and 'show' for what they wrote.\n"
              "The agent's policy is deterministic and offline unless OTEL_PROV_EXAMPLE_MODEL names\n"
              "a model of an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")
-    p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path, or 'memory:' "
+    p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path, 'memory:' or http(s)://... "
                    f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store)")
     p.add_argument("--collection", help=f"collection the sessions are recorded in "
                    f"({settings.COLLECTION.env}; default 'default')")
@@ -169,13 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (CliError, ProvError, TraceNotFound) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
+        if isinstance(exc, ConfigError):  # a bad value of a flag or a variable: a usage error
+            return EXIT_USAGE
+        return exc.status if isinstance(exc, CliError) else EXIT_FAILED
     except BrokenPipeError:  # `otel-prov export | head`
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         except OSError:
             pass
-        return 0
+        return EXIT_OK
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

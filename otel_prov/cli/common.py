@@ -3,28 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any
 
 from .. import settings
+from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id
+from ..read.model import check_iri as _check_iri
 from ..stores import ReadStore, StoreSpec, open_for_reading
 
 PROG = "otel-prov"
 
-_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]+")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+"""The exit statuses (docs/cli.md): done; an operation failed (an unknown IRI, a missing store, a
+SPARQL error, a file that cannot be written); a usage error or a bad value (of an argument, a flag
+or an environment variable; a missing input), as argparse's own; interrupted (Ctrl-C)."""
 
 
 class CliError(Exception):
     """A user-facing failure: printed as one line, exit status 1."""
+
+    status = EXIT_FAILED
+
+
+class UsageError(CliError):
+    """A bad value (of an argument, a flag or a variable) or a missing input: exit status 2, as
+    argparse's usage errors (a :class:`~otel_prov.errors.ConfigError` is one too)."""
+
+    status = EXIT_USAGE
 
 
 def store_spec(args: argparse.Namespace) -> StoreSpec:
     """The store a reading command reads (``--store``, else ``OTEL_PROV_STORE``, else the default)."""
     spec = settings.STORE.get(args.store, via="flag")
     if spec.in_memory:
-        raise CliError("the store 'memory:' lives inside the process that writes it; give an on-disk "
-                       f"store with --store or {settings.STORE.env}")
+        raise UsageError("the store 'memory:' lives inside the process that writes it; give an on-disk "
+                         f"store with --store or {settings.STORE.env}")
     return spec
 
 
@@ -44,14 +57,22 @@ class Reading:
             self.store.close()
 
 
-def check_iri(value: str) -> str:
+def check_iri(value: str, *, trace_id: bool = False) -> str:
+    """An IRI given on the command line (``<...>`` allowed), checked as the read model checks every
+    IRI (:func:`otel_prov.read.model.check_iri`); with ``trace_id``, a trace id (32 hex digits) too.
+    Anything else is a :class:`UsageError`."""
     value = value.strip()
     if value.startswith("<") and value.endswith(">"):
         value = value[1:-1]
-    if not _IRI.fullmatch(value):
-        raise CliError(f"not an IRI: {value!r} (expected e.g. urn:trustgraph:agent:UUID; see "
-                       f"'{PROG} list')")
-    return value
+    if trace_id and is_trace_id(value):
+        return value
+    try:
+        return _check_iri(value)
+    except NotAnIri as exc:
+        if not trace_id:
+            raise UsageError(f"{exc}; see '{PROG} list'") from None
+        raise UsageError(f"neither an IRI nor a trace id: {value[:200]!r} ({exc.problem}; expected e.g. "
+                         f"{EXAMPLE_IRI}, or 32 hexadecimal digits; see '{PROG} list')") from None
 
 
 def write(text: str | bytes, output: str | None) -> None:

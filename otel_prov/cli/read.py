@@ -4,6 +4,7 @@ to read (never create one) through its read protocol, and print what the rendere
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -15,14 +16,15 @@ from .. import settings
 from ..errors import StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.model import TYPES, TraceNotFound
-from ..read.queries import QueryRefused, check_query, syntax_message
+from ..read.queries import QueryRefused, check_query, run_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import LIST_FORMATS, Shown, render_trace
-from ..render.rdf import write_quads
+from ..render.rdf import EXPORT_FORMATS, write_quads
 from ..render.results import render_result
+from ..render.text import EMPTY
 from ..stores import ReadStore
 from ..stores.base import IRI, QuadTerms, Term
-from .common import CliError, Reading, check_iri, option, write
+from .common import PROG, CliError, Reading, UsageError, check_iri, option, write
 
 T = TypeVar("T")
 
@@ -30,21 +32,39 @@ T = TypeVar("T")
 
 def cmd_list(args: argparse.Namespace) -> int:
     kind = TYPES[args.type] if args.type else None
+    collection = option(args, settings.COLLECTION)
     with Reading(args) as store:
-        rows = TraceReader(store).sessions(kind=kind, collection=option(args, settings.COLLECTION),
-                                           limit=args.limit)
+        reader = TraceReader(store)
+        rows = reader.sessions(kind=kind, collection=collection, limit=args.limit)
+        if not rows and args.format == "table" and (kind or collection is not None):
+            found = " ".join(filter(None, (f"of type {args.type}" if kind else "",
+                                           _in_collection(args, reader, collection))))
+            write(f"{EMPTY.rstrip('.')} {found}.\n", None)
+            return 0
     write(LIST_FORMATS[args.format](rows), None)
     return 0
 
 
+def _in_collection(args: argparse.Namespace, reader: TraceReader, collection: str | None) -> str:
+    """``in collection 'C'`` (and where that filter came from, and which collections the store
+    has), for a listing or an export that found nothing; empty without a collection filter."""
+    if collection is None:
+        return ""
+    source = f" ({settings.COLLECTION.env})" if args.collection is None else ""
+    known = reader.collections()
+    has = f"; the store's collections: {', '.join(repr(c) for c in known)}" if known else ""
+    return f"in collection {collection!r}{source}{has}"
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    iri = check_iri(args.iri)
+    ref = check_iri(args.iri, trace_id=True)
+    jaeger = option(args, settings.JAEGER_URL)  # a bad value is an error before the store is read
     with Reading(args) as store:
         try:
-            trace, triples = TraceReader(store).trace(iri)
+            trace, triples = TraceReader(store).trace(ref)
         except TraceNotFound as exc:
             raise CliError(str(exc)) from exc
-    shown = Shown(trace, triples, option(args, settings.JAEGER_URL))
+    shown = Shown(trace, triples, jaeger)
     write(render_trace(args.format, shown), args.output)
     return 0
 
@@ -80,7 +100,7 @@ def _session_quads(store: ReadStore, iris: Iterable[str]) -> list[QuadTerms]:
     quads: list[QuadTerms] = []
     for iri in iris:
         try:
-            question = reader.find_question(iri)
+            question = reader.question_of(iri)
         except TraceNotFound as exc:
             raise CliError(str(exc)) from exc
         for s, p, o in reader.triples(question):
@@ -95,27 +115,45 @@ def _quad_order(quad: QuadTerms) -> tuple[tuple[str, str, str, str], ...]:
     return tuple((t.kind, t.value, t.datatype or "", t.language or "") for t in quad)
 
 
+EXPORT_SUFFIXES = {f".{rdf_format.file_extension}": name for name, rdf_format in EXPORT_FORMATS.items()}
+"""``export --output``'s suffixes, and the format each means when ``--format`` is not given."""
+
+
+def export_format(args: argparse.Namespace) -> str:
+    """``--format``, else the format ``--output``'s suffix names (``.ttl``, ``.trig``, ``.nq``,
+    ``.jsonld``), else Turtle."""
+    if args.format is not None:
+        return str(args.format)
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    return EXPORT_SUFFIXES.get(suffix, next(iter(EXPORT_FORMATS)))
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     collection = option(args, settings.COLLECTION)
+    fmt = export_format(args)
     items: Iterable[QuadTerms]
     with Reading(args) as store:
         if args.session:
-            quads = _session_quads(store, [check_iri(s) for s in args.session])
+            quads = _session_quads(store, [check_iri(s, trace_id=True) for s in args.session])
             total, items = len(quads), quads
         elif collection is not None:
-            ids = [row.id for row in TraceReader(store).sessions(collection=collection)]
+            reader = TraceReader(store)
+            ids = [row.id for row in reader.sessions(collection=collection)]
+            if not ids:
+                print(f"{PROG}: nothing exported: no session is {_in_collection(args, reader, collection)}",
+                      file=sys.stderr)
             quads = _session_quads(store, ids)
             total, items = len(quads), quads
         else:
             total, items = store.count(GRAPH_RETRIEVAL), store.quads(GRAPH_RETRIEVAL)
         stream = Progress(total).wrap(items)
         if args.output is None or args.output == "-":
-            write_quads(stream, args.format, sys.stdout.buffer)
+            write_quads(stream, fmt, sys.stdout.buffer)
             sys.stdout.buffer.flush()
             return 0
         try:
             with open(args.output, "wb") as handle:
-                write_quads(stream, args.format, handle)
+                write_quads(stream, fmt, handle)
         except OSError as exc:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
     return 0
@@ -127,7 +165,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _read_query(args: argparse.Namespace) -> str:
     if args.file is not None:
         if args.sparql is not None:
-            raise CliError("give the query as an argument or with --file, not both")
+            raise UsageError("give the query as an argument or with --file, not both")
         if args.file == "-":
             return sys.stdin.read()
         try:
@@ -137,7 +175,7 @@ def _read_query(args: argparse.Namespace) -> str:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise CliError(f"cannot read {args.file}: {reason}") from exc
     if args.sparql is None:
-        raise CliError("no query: give it as an argument, or with --file FILE ('-' for stdin)")
+        raise UsageError("no query: give it as an argument, or with --file FILE ('-' for stdin)")
     return str(args.sparql)
 
 
@@ -153,7 +191,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     with Reading(args) as store:
         try:
-            result = run_with_timeout(lambda: store.run_query(text), args.timeout)
+            result = run_with_timeout(lambda: run_query(store, text), args.timeout)
         except SyntaxError as exc:
             raise CliError(syntax_message(text, str(exc))) from None
         except StoreError as exc:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import settings
-from ..errors import ProvError
+from ..errors import ConfigError, ProvError
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
-    (settings.STORE, "'oxigraph:PATH', a path, or 'memory:'", "$XDG_DATA_HOME/otel-prov/store"),
+    (settings.STORE, "'oxigraph:PATH', a path, 'memory:', or the URL of a dataset on a SPARQL server "
+     "(http(s)://...; OTEL_PROV_STORE_* for credentials and TLS)", "$XDG_DATA_HOME/otel-prov/store"),
     (settings.PROFILE, f"mapping profile: {PROFILE_CHOICES}", "seed"),
     (settings.SERVE_HOST, "address to bind", f"{settings.DEFAULT_HOST}: loopback only"),
     (settings.SERVE_GRPC_PORT, "OTLP/gRPC port, 0 = any free, 'off'", settings.DEFAULT_GRPC_PORT),
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         server = Server(config)
     except (ProvError, OSError) as exc:
         print(f"otel-prov serve: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, ConfigError) else 1  # a bad value: a usage error, as argparse's
     if stop.is_set():  # SIGINT / SIGTERM while starting: nothing was acknowledged yet
         server.stop(0)
         print("otel-prov serve: interrupted while starting", file=sys.stderr)
@@ -105,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
              f"store={config.store}"]
     tune_gc()
     print("otel-prov serve: listening " + " ".join(parts), flush=True)
+    if config.store.in_memory:
+        logger.warning("otel-prov serve: the store is in memory (memory:): everything received is lost "
+                       "when serve stops, and no other command can read it; give --store PATH to keep it")
     if not config.loopback and config.token is None:
         logger.warning("otel-prov serve: listening on %s without a token, as %s says: anyone who can "
                        "reach it can write to the store", config.host,

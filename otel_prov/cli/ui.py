@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import threading
 from typing import Any
 
 from .. import settings
+from ..errors import StoreError, StoreNotFound
 from .common import CliError
 
 HELP = "serve a read-only web view of the store (sessions, steps, pictures, SPARQL, JSON API)"
@@ -57,20 +59,57 @@ def config_from(args: argparse.Namespace) -> settings.UiSettings:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    return serve_view(config_from(args))
+    config = config_from(args)
+    check_store(config)
+    return serve_view(config)
+
+
+def check_store(config: settings.UiSettings) -> None:
+    """Refuse at start a store that cannot be read (a file, a damaged store, a server that refuses):
+    every page would fail.  A store not created yet is fine (the view says so until it is)."""
+    from ..stores import open_for_reading
+
+    try:
+        open_for_reading(config.store).close()
+    except StoreNotFound:
+        pass
+    except StoreError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def check_address(config: settings.UiSettings) -> None:
+    """A :class:`CliError` now if the view could not listen where it is asked to (the port taken,
+    an address not of this host), for commands that serve the view only after other work
+    (``demo --ui``).  The port is bound and released at once, as the server will bind it."""
+    if config.port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+            probe.bind(address)
+    except OSError as exc:
+        raise _cannot_listen(config, exc) from exc
+
+
+def _cannot_listen(config: settings.UiSettings, exc: OSError) -> CliError:
+    return CliError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc} "
+                    f"(choose another with {settings.UI_PORT.flag} or {settings.UI_PORT.env})")
 
 
 def serve_view(config: settings.UiSettings, stop: threading.Event | None = None) -> int:
-    """Serve the view until ``stop`` is set, or SIGINT / SIGTERM (from the main thread)."""
+    """Serve the view until ``stop`` is set, or SIGINT / SIGTERM (from the main thread).  The URL
+    printed never holds the token (stdout is often a log): it says that one is needed instead."""
     try:
         from ..web import create_app, runner  # Starlette, uvicorn: only when serving
 
         running = runner.start(create_app(config), config.host, config.port)
     except OSError as exc:
-        raise CliError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from exc
+        raise _cannot_listen(config, exc) from exc
     stop = stop or _stop_on_signals()
-    url = running.url + "/" + (f"?token={config.token}" if config.token else "")
-    print(f"otel-prov ui: serving {url} (store {config.store}; Ctrl-C stops)", flush=True)
+    needs = "; a token is required: open it once with ?token=... in a browser" if config.token else ""
+    print(f"otel-prov ui: serving {running.url}/ (store {config.store}{needs}; Ctrl-C stops)", flush=True)
     try:
         while not stop.wait(0.5):
             pass

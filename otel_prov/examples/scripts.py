@@ -65,7 +65,12 @@ def _parser(description: str, default_question: str) -> argparse.ArgumentParser:
 
 def _run(argv: Sequence[str] | None, description: str, default_question: str, service: str,
          flow: Callable[[argparse.Namespace, TracerProvider | None], Any]) -> int:
-    args = _parser(description, default_question).parse_args(argv)
+    parser = _parser(description, default_question)
+    args = parser.parse_args(argv)
+    if not args.question.strip():  # nothing to explain: not recorded
+        print(f"{parser.prog}: error: the question is empty: ask one, or leave it out for the default "
+              f"({default_question!r})", file=sys.stderr)
+        return 2
     try:
         with example_provider(args.store, service) as provider:
             result = flow(args, provider)

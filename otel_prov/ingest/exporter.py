@@ -31,7 +31,8 @@ class ProvSpanExporter(SpanExporter):
 
     - ``store``: ``"oxigraph:PATH"`` (persistent, the default, at ``OTEL_PROV_STORE`` or
       ``$XDG_DATA_HOME/otel-prov/store``, ``~/.local/share/otel-prov/store`` without it),
-      ``"memory:"``, a path, or any ``rdflib.Dataset``.
+      ``"memory:"``, a path, the URL of a dataset on a SPARQL server (``"http://HOST:7878"``;
+      credentials and TLS from ``OTEL_PROV_STORE_*``), or any ``rdflib.Dataset``.
     - ``profile``: ``"seed"`` (default; ``OTEL_PROV_PROFILE``) or ``"strict"``.
     - ``max_attribute_bytes``: a span with a larger attribute value is not stored (counted and
       logged, never truncated); default 4 MiB (``OTEL_PROV_MAX_ATTRIBUTE_BYTES``).

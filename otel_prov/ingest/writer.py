@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.quads import Quad
-from ..stores.base import AppendStore, WriteStore
+from ..stores.base import AppendStore, WriteStore, open_private
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,23 @@ class Writer(_Counters):
         self._busy = False
         self._thread = threading.Thread(target=self._run, name="otel-prov-writer", daemon=True)
         self._thread.start()
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()
+
+    def _own(self) -> None:
+        """In a process forked from the one that made this writer (workers of a preloaded app), the
+        writer thread was not copied, and its condition may have been held at the fork: start this
+        process's own (what the parent had queued is written again: harmless, quads are a set)."""
+        if self._pid == os.getpid():
+            return
+        with self._fork_lock:  # never held at a fork: only taken here, in a forked process
+            if self._pid == os.getpid():
+                return
+            self._cv = threading.Condition()
+            self._waiters, self._busy = 0, False
+            self._thread = threading.Thread(target=self._run, name="otel-prov-writer", daemon=True)
+            self._thread.start()
+            self._pid = os.getpid()
 
     # -- producers ---------------------------------------------------------------------------------
 
@@ -133,6 +150,7 @@ class Writer(_Counters):
         return self._submit(_Op(0, data=data, count=count, remove=remove))
 
     def _submit(self, op: _Op) -> int:
+        self._own()
         deadline = time.monotonic() + MAX_SUBMIT_WAIT
         with self._cv:
             while self._pending_bytes > MAX_PENDING_BYTES and not self._closing:
@@ -161,6 +179,7 @@ class Writer(_Counters):
 
     def wait(self, seq: int | None = None, timeout: float | None = None) -> bool:
         """Block until everything submitted up to ``seq`` (default: so far) is stored."""
+        self._own()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             target = self._submitted if seq is None else seq
@@ -185,6 +204,7 @@ class Writer(_Counters):
 
     def close(self, timeout: float | None = None) -> bool:
         """Store what is queued, stop the thread.  Returns whether everything was stored."""
+        self._own()
         with self._cv:
             self._closing = True
             self._cv.notify_all()
@@ -258,6 +278,9 @@ class Writer(_Counters):
                 delay = min(delay * 2, 5.0)
                 continue
             delay = 0.05
+            if self.consecutive_failures:
+                logger.warning("otel-prov: the store is written to again, after %d failed attempts",
+                               self.consecutive_failures)
             self.consecutive_failures = 0
             with self._cv:
                 self._pending_bytes -= sum(len(op.data) for op in ops)
@@ -270,10 +293,10 @@ class Writer(_Counters):
             ops, self._queue = list(self._queue), deque()
         self.rescued = True
         directory = self._rescue_dir or Path.cwd()
-        path = directory / f"otel-prov-rescue-{os.getpid()}-{int(time.time())}.nq"
+        path = directory / f"otel-prov-rescue-{os.getpid()}-{time.time_ns()}.nq"
         removals = sum(1 for op in ops if op.remove)
         try:
-            with open(path, "wb") as fh:
+            with open_private(path) as fh:
                 for op in ops:
                     fh.write(op.data)
             logger.error("otel-prov: the store could not be written; %d unwritten batches saved as "

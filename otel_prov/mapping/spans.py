@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
 
+from google.protobuf.message import DecodeError
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
@@ -238,6 +239,9 @@ def otlp_slices(resource_spans: Iterable[Any], size: int, share: tuple[int, int]
                     part.records.append(from_otlp(span, part.problems))
                 except InvalidSpan as exc:
                     part.rejected.append(str(exc))
+                except DecodeError as exc:  # a nested value, read shallow, parsed only now
+                    part.rejected.append(f"span {span.name[:200]!r}: an attribute value is not valid "
+                                         f"protobuf ({exc})")
                 if len(part) >= size:
                     yield part
                     part = OtlpSlice()

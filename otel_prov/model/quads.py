@@ -41,5 +41,14 @@ def dataset_from_nquads(data: bytes) -> rdflib.Dataset:
 
 def delete_data(quads: Sequence[Quad]) -> str:
     """A SPARQL ``DELETE DATA`` update removing ``quads``."""
-    body = "\n".join(f"GRAPH {g} {{ {s} {p} {o} }}" for s, p, o, g in quads)
-    return f"DELETE DATA {{\n{body}\n}}"
+    return _data_update("DELETE", quads)
+
+
+def insert_data(quads: Sequence[Quad]) -> str:
+    """A SPARQL ``INSERT DATA`` update adding ``quads`` (a graph of ``""``: the default graph)."""
+    return _data_update("INSERT", quads)
+
+
+def _data_update(verb: str, quads: Sequence[Quad]) -> str:
+    body = "\n".join(f"GRAPH {g} {{ {s} {p} {o} }}" if g else f"{s} {p} {o} ." for s, p, o, g in quads)
+    return f"{verb} DATA {{\n{body}\n}}"

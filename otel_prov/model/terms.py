@@ -125,7 +125,7 @@ def value_term(value: str) -> str:
     """A knowledge-graph value given as text: an IRI when it starts with ``http://``,
     ``https://`` or ``urn:`` (TrustGraph's rule) and is a valid IRI once encoded, otherwise a
     plain literal."""
-    if value.startswith(_VALUE_IRI_SCHEMES) and len(value) > 6:
+    if value.startswith(_VALUE_IRI_SCHEMES):
         try:
             return checked_iri(value)
         except ValueError:

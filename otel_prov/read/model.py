@@ -26,6 +26,46 @@ class TraceNotFound(LookupError):
     """No node with that IRI in the explainability graph."""
 
 
+class NotAnIri(TraceNotFound):
+    """Text given as an IRI (a command's argument, a URL's path) that is not one: it names no
+    node, and it is never written into a query."""
+
+    def __init__(self, text: str, problem: str) -> None:
+        self.text, self.problem = text, problem
+        super().__init__(f"not an IRI: {text[:200]!r} ({problem}; expected e.g. {EXAMPLE_IRI})")
+
+
+_IRIREF = re.compile(r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*')
+"""What SPARQL allows between ``<`` and ``>`` (its IRIREF), with a scheme."""
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+EXAMPLE_IRI = "urn:trustgraph:agent:UUID"
+
+
+def check_iri(text: str) -> str:
+    """``text`` if it is an absolute IRI (RFC 3987, as the store's SPARQL parser reads it), else
+    :class:`NotAnIri` naming what is wrong.  Every IRI a reader is given goes through here before
+    it is written into a query (``<...>``), so no caller can add to a query or break it."""
+    import pyoxigraph  # its IRI parser (RFC 3987): exactly what the embedded store accepts
+
+    problem = None
+    try:
+        pyoxigraph.NamedNode(text)
+    except ValueError as exc:
+        reason = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc)[:100])
+        problem = reason[:1].lower() + reason[1:]
+    if problem is None and not _IRIREF.fullmatch(text):
+        problem = "a character SPARQL does not allow in an IRI"
+    if problem is not None:
+        raise NotAnIri(text, problem)
+    return text
+
+
+def is_trace_id(text: str) -> bool:
+    """Whether ``text`` is an OpenTelemetry trace id (32 hexadecimal digits, any case, as Jaeger
+    and ``otel-prov show`` print it)."""
+    return _TRACE_ID.fullmatch(text.strip()) is not None
+
+
 def flow_of_type(kind: str) -> str:
     """The flow (``otel_prov.flow``) of a type name (``Agent``, ``GraphRAG``, ``DocRAG``)."""
     return next(flow for flow, name in _FLOW_TYPES.items() if name == kind)

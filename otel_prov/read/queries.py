@@ -2,7 +2,8 @@
 syntax error means, in one line a person can act on.
 
 Only queries run (SELECT, ASK, CONSTRUCT, DESCRIBE): an update is refused before it reaches the
-store; SERVICE (a query sent to another server) only when the caller allows it.
+store; SERVICE (a query sent to another server) only when the caller allows it.  :func:`run_query`
+runs one on any store, with the columns of ``SELECT *`` in the query's order.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ..model.vocab import PREFIXES
+from ..stores.base import QueryResult, ReadStore
 
 _NOT_CODE = re.compile("|".join((
     r"#[^\n]*",  # a comment
@@ -23,7 +25,15 @@ _FIRST_WORD = re.compile(r"[A-Za-z]+")
 QUERY_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
 UPDATE_FORMS = ("INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD", "WITH")
 _AT = re.compile(r"error at (\d+):(\d+):\s*")
-_KEYWORD = re.compile(r"\b[A-Z][A-Z_]{2,}\b")
+_KEYWORD = re.compile(r"\b[A-Z][A-Z_0-9]{1,}\b")
+_CHAR_CLASS = re.compile(r"\[[^\]]*\]")
+_MARK = re.compile(r'"([^"\sA-Za-z]{1,3})"')
+_RARE_MARKS = frozenset({"{|", "|}", "~", "<<", ">>", "<<(", ")>>"})
+"""SPARQL 1.2's annotation and triple-term syntax: not what a person who left a pattern open meant."""
+MAX_LISTED = 6
+"""An expected-list longer than this (an engine listing every function a FILTER may start with) is
+said in words."""
+_LINE_COL = re.compile(r"line (\d+), column (\d+)", re.IGNORECASE)
 _PREFIXED = re.compile(r"(?<![\w<])([A-Za-z][\w.-]*)?:[\w.-]*$")
 
 
@@ -66,15 +76,19 @@ def check_query(sparql: str, *, allow_service: bool = False) -> None:
 
 def syntax_message(sparql: str, error: str) -> str:
     """A SPARQL engine's syntax error as one line: where (line, column, the text there) and what
-    was expected, without the character classes some engines list."""
+    was expected, without the character classes some engines list.  Oxigraph's errors start
+    ``error at LINE:COLUMN:``; other servers' (Jena's ``... at line L, column C``) keep their words."""
     where = _AT.match(error)
+    other = None if where else _LINE_COL.search(error)
     detail = error[where.end():] if where else error
     line = col = 0
-    if where:
-        line, col = int(where.group(1)), int(where.group(2))
+    if where or other:
+        found = where or other
+        assert found is not None
+        line, col = int(found.group(1)), int(found.group(2))
     near = ""
     lines = sparql.splitlines()
-    if where and 0 < line <= len(lines):
+    if line and 0 < line <= len(lines):
         text = lines[line - 1]
         before = text[: max(col - 1, 0)]
         start = max(0, len(before) - 20)
@@ -87,9 +101,58 @@ def syntax_message(sparql: str, error: str) -> str:
             known = ", ".join(f"{p}:" for p in PREFIXES)
             return (f"undeclared prefix '{name}:' at line {line}, column {col} (declare it with "
                     f"PREFIX {name}: <...>, or use one of {known})")
-    expected = sorted(set(_KEYWORD.findall(detail)))
-    what = f"expected one of {', '.join(expected)}" if len(expected) > 1 else (
-        f"expected {expected[0]}" if expected else "unexpected text")
-    place = f"at line {line}, column {col}" if where else ""
+    if where:
+        what = _expected(detail)
+    else:  # another engine's own words, on one line
+        what = " ".join(detail.split())[:200] or "unexpected text"
+    place = f" at line {line}, column {col}" if line else ""
     near_text = f" near {near!r}" if near else ""
-    return " ".join(p for p in (f"SPARQL syntax error {place}{near_text}:".replace("  ", " "), what) if p)
+    return f"SPARQL syntax error{place}{near_text}: {what}"
+
+
+def _expected(detail: str) -> str:
+    """What Oxigraph says it expected (``expected one of ",", "}", GROUP, [character classes]``), in
+    a few words: its punctuation and keywords, character classes as ``a name`` or ``a number``, and
+    a long list of keywords as ``an expression or a keyword``."""
+    classes = _CHAR_CLASS.findall(detail)
+    rest = _CHAR_CLASS.sub(" ", detail)
+    marks = list(dict.fromkeys(f"'{m}'" for m in _MARK.findall(rest) if m not in _RARE_MARKS))
+    keywords = sorted(set(_KEYWORD.findall(_MARK.sub(" ", rest))))
+    kinds = [kind for kind, sign in (("a name", "'A'"), ("a number", "'0'"))
+             if any(sign in c for c in classes)]
+    words = keywords if len(keywords) <= MAX_LISTED else ["an expression or a keyword"]
+    items = marks + words + kinds
+    if not items:
+        return "unexpected text"
+    if len(items) == 1:
+        return f"expected {items[0]}"
+    return f"expected one of {', '.join(items[:-1])} or {items[-1]}"
+
+
+_SELECT_ALL = re.compile(r"SELECT\s+(?:(?:DISTINCT|REDUCED)\s+)?\*", re.IGNORECASE)
+_VARIABLE = re.compile(r"[?$]([A-Za-z0-9_\u00b7\u00c0-\U000effff]+)")
+
+
+def run_query(store: ReadStore, sparql: str) -> QueryResult:
+    """A user's query run on any store (:meth:`ReadStore.run_query`), its result as people expect
+    it: the columns of ``SELECT *`` in the order the variables first appear in the query (engines
+    give their own order; Oxigraph's is alphabetical)."""
+    result = store.run_query(sparql)
+    if result.kind == "select" and len(result.variables) > 1:
+        result.variables = select_order(sparql, result.variables)
+    return result
+
+
+def select_order(sparql: str, variables: list[str]) -> list[str]:
+    """``variables`` in the order they first appear in a ``SELECT *`` query (outside comments,
+    strings and IRIs; any not found keep their order, last); a query that names its columns keeps
+    the engine's order, which is the query's own."""
+    code = _NOT_CODE.sub(_blank, sparql)
+    body = code[_PROLOGUE.match(code).end():]  # type: ignore[union-attr]  # the pattern always matches
+    if not _SELECT_ALL.match(body.lstrip()):
+        return variables
+    first: dict[str, int] = {}
+    for position, match in enumerate(_VARIABLE.finditer(body)):
+        first.setdefault(match.group(1), position)
+    last = len(first)
+    return sorted(variables, key=lambda name: (first.get(name, last), variables.index(name)))

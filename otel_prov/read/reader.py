@@ -4,7 +4,6 @@ plain data of :mod:`.model`."""
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 from ..model.iris import QUESTION_PREFIXES
@@ -23,7 +22,9 @@ from .model import (
     SessionRow,
     Trace,
     TraceNotFound,
+    check_iri,
     flow_of_type,
+    is_trace_id,
     type_from_iri,
 )
 
@@ -38,7 +39,6 @@ _LISTED = f"""GRAPH <{GRAPH_RETRIEVAL}> {{
 """The top-level Questions (sub-traces have a parent) and what a listing shows of them."""
 MARKS_PER_QUESTION_UP_TO = 200
 """Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
-_TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class TraceReader:
@@ -145,7 +145,7 @@ SELECT DISTINCT ?n ?mark WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
         """Every triple of the nodes derived (directly or not) from ``question``, with their
         strict-profile activities and agents, edge selections and the selected statements."""
         chain = "(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)*"
-        q = f"<{question}>"
+        q = f"<{check_iri(question)}>"
         sparql = f"""
 SELECT DISTINCT ?s ?p ?o WHERE {{
   GRAPH <{GRAPH_RETRIEVAL}> {{
@@ -160,7 +160,9 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
 
     def find_question(self, iri: str) -> str:
         """The Question of the trace ``iri`` belongs to (``iri`` itself when it is one): the
-        nearest node upstream that has ``tg:query``.  :class:`TraceNotFound` when there is none."""
+        nearest node upstream that has ``tg:query``.  :class:`TraceNotFound` when there is none,
+        :class:`~.model.NotAnIri` when ``iri`` is not an IRI."""
+        check_iri(iri)
         frontier, seen = [iri], {iri}
         while frontier:
             for node in frontier:
@@ -184,7 +186,7 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
         shows it): its top-level Question (a sub-trace run inside it shares its trace id).
         :class:`TraceNotFound` when no node carries that trace id."""
         value = trace_id.strip().lower()
-        if not _TRACE_ID.fullmatch(value):
+        if not is_trace_id(value):
             raise TraceNotFound(f"not a trace id: {trace_id!r} (expected 32 hexadecimal digits)")
         rows = self.select(f"""
 SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
@@ -197,9 +199,15 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         tops = [r["n"] for r in rows if "query" in r and "parent" not in r]
         return tops[0] if tops else self.find_question(rows[0]["n"])
 
-    def trace(self, iri: str) -> tuple[Trace, list[TraceTriple]]:
-        """The trace of ``iri`` (a Question, or any node of a trace), and its triples."""
-        question = self.find_question(iri)
+    def question_of(self, ref: str) -> str:
+        """The Question of a session named by ``ref``: the IRI of its Question or of any of its
+        nodes (:meth:`find_question`), or the OpenTelemetry trace id it was recorded from
+        (:meth:`session_of_trace`: what Jaeger and ``otel-prov show`` print)."""
+        return self.session_of_trace(ref) if is_trace_id(ref) else self.find_question(ref)
+
+    def trace(self, ref: str) -> tuple[Trace, list[TraceTriple]]:
+        """The trace of ``ref`` (a Question, any node of a trace, or a trace id), and its triples."""
+        question = self.question_of(ref)
         triples = self.triples(question)
         return build_trace(question, triples), triples
 

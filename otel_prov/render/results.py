@@ -26,11 +26,20 @@ def render_result(result: QueryResult, fmt: str) -> str | bytes:
         return _json(result)
     if fmt == "csv":
         return _csv(result)
-    rows = [[" ".join(row[name].value.split()) if name in row else "" for name in result.variables]
+    rows = [[_cell(row[name].value) if name in row else "" for name in result.variables]
             for row in result.rows]
     lines = table_lines(result.variables, rows)
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return visible("\n".join(lines) + "\n")
+
+
+CELL_WIDTH = 100
+"""A table cell longer than this is cut, ending ``...`` (json and csv keep every value whole)."""
+
+
+def _cell(value: str) -> str:
+    text = " ".join(value.split())
+    return text if len(text) <= CELL_WIDTH else text[:CELL_WIDTH - 3] + "..."
 
 
 def _binding(term: Term) -> dict[str, Any]:
@@ -48,7 +57,8 @@ def _binding(term: Term) -> dict[str, Any]:
 
 def _json(result: QueryResult) -> str:
     """SPARQL 1.1 Query Results JSON Format."""
-    bindings = [{name: _binding(term) for name, term in row.items()} for row in result.rows]
+    bindings = [{name: _binding(row[name]) for name in result.variables if name in row}
+                for row in result.rows]
     document = {"head": {"vars": result.variables}, "results": {"bindings": bindings}}
     return json.dumps(document, ensure_ascii=False) + "\n"
 

@@ -18,6 +18,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ..ingest.problems import ProblemLog
 from ..mapping import otlp
 from ..mapping.limits import MAX_VALUE_DEPTH, TOO_DEEP_MARKER
 
@@ -53,13 +54,23 @@ def too_large(detail: str) -> BadRequest:
 # -- protobuf -------------------------------------------------------------------------------------
 
 
-def decode_protobuf(body: bytes) -> Any:
-    """An ``ExportTraceServiceRequest`` read shallow (any depth of nested values decodes)."""
+NOT_UTF8 = "text that is not UTF-8 (replaced by U+FFFD)"
+
+
+def decode_protobuf(body: bytes, problems: ProblemLog | None = None) -> Any:
+    """An ``ExportTraceServiceRequest`` read shallow (any depth of nested values decodes).  Text
+    that is not UTF-8 is replaced by U+FFFD (:func:`~otel_prov.mapping.otlp.repaired`; counted in
+    ``problems``), not the whole request refused."""
     request = otlp.ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except (DecodeError, RecursionError) as exc:
-        raise BadRequest(HTTPStatus.BAD_REQUEST, "undecodable protobuf", str(exc)[:500]) from None
+        fixed = otlp.repaired(body) if isinstance(exc, DecodeError) else None
+        if fixed is None:
+            raise BadRequest(HTTPStatus.BAD_REQUEST, "undecodable protobuf", str(exc)[:500]) from None
+        if problems is not None:
+            problems.report([NOT_UTF8])
+        return fixed
     return request
 
 

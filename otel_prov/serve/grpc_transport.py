@@ -85,7 +85,7 @@ class _Handlers:
                 self._abort(context, refusal)
             held = len(data) * DECODED_PER_BYTE
             try:
-                request = decode_protobuf(data)
+                request = decode_protobuf(data, receiver.problems)
             except BadRequest as exc:
                 self._abort(context, receiver.refuse_invalid(exc.kind, exc.detail))
             remaining = context.time_remaining()

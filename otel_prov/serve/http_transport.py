@@ -127,8 +127,10 @@ class OtlpHttpApp:
             if not receiver.begin():
                 return _answer(receiver.draining_outcome(), encoding, close=True)
             try:
-                decode = decode_json if content_type == JSON else decode_protobuf
-                decoded = await self._blocking(decode, body)
+                if content_type == JSON:
+                    decoded = await self._blocking(decode_json, body)
+                else:
+                    decoded = await self._blocking(decode_protobuf, body, receiver.problems)
                 raw = body if content_type != JSON else None  # the workers read protobuf bytes
                 del body
                 outcome = await self._blocking(receiver.ingest, decoded, None, raw)

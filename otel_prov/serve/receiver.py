@@ -322,7 +322,7 @@ class Receiver:
         """Read, map and submit the request a slice at a time (:data:`SLICE_SPANS` spans): a large
         request never holds all its spans as records at once, and it takes its turn at the mapping
         slice by slice, in arrival order with the other requests, so it cannot starve them."""
-        rejected: list[str] = []
+        rejected, first_rejected = 0, ""  # a count, not every message: a request may hold millions
         updates: list[Update] = []
         accepted = added = 0
         seq = self._writer.submitted  # a request with no span waits for nothing new
@@ -342,16 +342,18 @@ class Receiver:
             except PipelineClosed:
                 self._refused_inflight("closed while mapping")
                 return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
-            rejected.extend(part.rejected)
             problems = part.problems
             if part.rejected:
+                rejected += len(part.rejected)
+                first_rejected = first_rejected or part.rejected[0]
                 problems.append("spans rejected: invalid trace or span id")
             seq, update = submitted.seq, submitted.update
             updates.append(update)
             # A span the mapping raised on, or too large for the store, is rejected (a retry would
             # fail the same way); the others are stored.
             for rec, error in update.failed:
-                rejected.append(f"span {rec.name[:200]!r} rejected: {error}")
+                rejected += 1
+                first_rejected = first_rejected or f"span {rec.name[:200]!r} rejected: {error}"
                 problems.append(f"span rejected ({_kind(error)})")
             accepted += len(part.records) - len(update.failed)
             added += len(update.add)
@@ -363,7 +365,7 @@ class Receiver:
             for update in updates:  # the client's retry must write their traces whole
                 pipeline.unstored(update)
             return failure
-        return self._acknowledged(accepted, rejected, added)
+        return self._acknowledged(accepted, rejected, first_rejected, added)
 
     def _ingest_pool(self, pool: WorkerPool, request: Any, body: bytes | None,
                      deadline: float | None) -> Outcome:
@@ -376,26 +378,26 @@ class Receiver:
             limit = min(limit, deadline)
         result = pool.ingest(body, limit)
         if result.problems:
-            self.problems.report(result.problems)
+            self.problems.report(result.problems.elements())
         if result.failure is not None:
             kind, message = result.failure
             self._refused_inflight(kind)
             delay = (RETRY_BUSY_SECONDS if kind == TOO_SLOW else
                      RETRY_DRAINING_SECONDS if kind == CLOSED else RETRY_STORE_SECONDS)
             return _unavailable(message, delay)
-        return self._acknowledged(result.accepted, result.rejected, result.added)
+        return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added)
 
-    def _acknowledged(self, accepted: int, rejected: list[str], added: int) -> Outcome:
+    def _acknowledged(self, accepted: int, rejected: int, first_rejected: str, added: int) -> Outcome:
         with self._cv:
             self.stats.acknowledged_requests += 1
             self.stats.spans_acknowledged += accepted
-            self.stats.spans_rejected += len(rejected)
+            self.stats.spans_rejected += rejected
             self.stats.quads_submitted += added
         if rejected:
-            message = f"{len(rejected)} span(s) rejected: {rejected[0]}"
-            if len(rejected) > 1:
-                message += f" (and {len(rejected) - 1} more)"
-            return Outcome(Answer.OK, message, rejected_spans=len(rejected))
+            message = f"{rejected} span(s) rejected: {first_rejected}"
+            if rejected > 1:
+                message += f" (and {rejected - 1} more)"
+            return Outcome(Answer.OK, message, rejected_spans=rejected)
         return Outcome(Answer.OK)
 
     def _await(self, seq: int, deadline: float | None) -> Outcome | None:

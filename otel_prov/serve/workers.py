@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -46,11 +47,11 @@ from ..errors import StoreError
 from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.writer import NotStored
 from ..mapping import mapper as M
-from ..mapping import otlp
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.spans import SpanView, otlp_slices
 from ..stores import StoreSpec, open_for_writing, parse_store
 from ..stores.folder import interpreter
+from .decode import decode_protobuf
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +94,12 @@ class PartResult:
     """What one worker did with its part of a request (or a batch of conversation changes)."""
 
     accepted: int = 0
-    rejected: list[str] = field(default_factory=list)
-    """One message per span rejected for good (partial success)."""
-    problems: list[str] = field(default_factory=list)
+    rejected: int = 0
+    """Spans rejected for good (partial success): a count, a request may hold millions."""
+    first_rejected: str = ""
+    """Why the first of them was."""
+    problems: Counter[str] = field(default_factory=Counter)
+    """Each kind of problem met, with its count."""
     added: int = 0
     ops: list[ConversationOp] = field(default_factory=list)
     failure: tuple[str, str] | None = None
@@ -109,8 +113,9 @@ class PoolResult:
     """A request's outcome over every worker."""
 
     accepted: int = 0
-    rejected: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    rejected: int = 0
+    first_rejected: str = ""
+    problems: Counter[str] = field(default_factory=Counter)
     added: int = 0
     failure: tuple[str, str] | None = None
 
@@ -345,7 +350,8 @@ class WorkerPool:
             part = call.results[k]
             total.accepted += part.accepted
             total.rejected += part.rejected
-            total.problems += part.problems
+            total.first_rejected = total.first_rejected or part.first_rejected
+            total.problems.update(part.problems)
             total.added += part.added
             ops_end = max(ops_end, part.ops_end)
             if part.failure is not None and total.failure is None:
@@ -495,22 +501,25 @@ class Worker:
         updates: list[Update] = []
         seq = self.pipeline.writer.submitted
         try:
-            request = otlp.ExportTraceServiceRequest.FromString(body)
+            request = decode_protobuf(body)  # the front decoded it too (text not UTF-8 repaired)
             del body
             for part in otlp_slices(request.resource_spans, SLICE_SPANS, (self.index, self.count)):
-                result.rejected += part.rejected
-                result.problems += part.problems
+                result.problems.update(part.problems)
                 if part.rejected:
-                    result.problems.append("spans rejected: invalid trace or span id")
+                    result.rejected += len(part.rejected)
+                    result.first_rejected = result.first_rejected or part.rejected[0]
+                    result.problems["spans rejected: invalid trace or span id"] += 1
                 submitted = self.pipeline.submit(part.records)
                 seq, update = submitted.seq, submitted.update
                 updates.append(update)
                 for rec, error in update.failed:
-                    result.rejected.append(f"span {rec.name[:200]!r} rejected: {error}")
-                    result.problems.append(f"span rejected ({_kind(error)})")
+                    result.rejected += 1
+                    result.first_rejected = (result.first_rejected
+                                             or f"span {rec.name[:200]!r} rejected: {error}")
+                    result.problems[f"span rejected ({_kind(error)})"] += 1
                 result.accepted += len(part.records) - len(update.failed)
                 result.added += len(update.add)
-                result.problems += update.problems
+                result.problems.update(update.problems)
                 result.ops += update.conversation_ops
         except NotStored as exc:
             result.failure = (STORE_FAILING, f"the store is failing ({exc}); retry later")
@@ -528,7 +537,7 @@ class Worker:
         result = PartResult()
         try:
             submitted = self.pipeline.apply_conversations(ops)
-            result.problems += submitted.update.problems
+            result.problems.update(submitted.update.problems)
             result.added = len(submitted.update.add)
             if not self.pipeline.wait(submitted.seq, max(0.0, deadline - time.monotonic())):
                 self.pipeline.unstored(submitted.update)

@@ -1,8 +1,9 @@
 """Stores, behind two small protocols (:mod:`.base`), found by the scheme of their name.
 
 ``OTEL_PROV_STORE`` / ``--store`` / ``store=`` name a store as ``SCHEME:LOCATION``; a bare path means
-``oxigraph:PATH``.  :data:`BACKENDS` maps each scheme to the module that implements it, imported
-when first used (as rdflib's plugin registry does); a backend module has ``open_for_writing(spec)``
+``oxigraph:PATH``; an ``http://`` or ``https://`` URL names a dataset on a SPARQL server
+(:mod:`.sparql`).  :data:`BACKENDS` maps each scheme to the module that implements it, imported when
+first used (as rdflib's plugin registry does); a backend module has ``open_for_writing(spec)``
 and ``open_for_reading(spec)``, returning a :class:`~.base.WriteStore` and a
 :class:`~.base.ReadStore`.  Where to add one: CONTRIBUTING.md ("A store backend").
 """
@@ -11,21 +12,28 @@ from __future__ import annotations
 
 import importlib
 import os
+import urllib.parse
 from pathlib import Path
 from typing import Any, cast
 
 import rdflib
 
-from .base import AppendStore, QueryResult, ReadStore, Row, StoreSpec, Term, WriteStore
+from .base import AppendStore, QueryResult, ReadStore, Remote, Row, StoreSpec, Term, WriteStore
 
-__all__ = ["BACKENDS", "AppendStore", "QueryResult", "ReadStore", "Row", "StoreSpec", "Term", "WriteStore",
-           "default_store", "open_for_reading", "open_for_writing", "parse_store"]
+__all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "QueryResult", "ReadStore", "Remote", "Row",
+           "StoreSpec", "Term", "WriteStore", "check_url", "default_store", "open_for_reading",
+           "open_for_writing", "parse_store"]
 
 BACKENDS: dict[str, str] = {
     "oxigraph": "otel_prov.stores.oxigraph",
     "memory": "otel_prov.stores.oxigraph",
+    "http": "otel_prov.stores.sparql",
+    "https": "otel_prov.stores.sparql",
 }
 """Scheme -> the module of its backend."""
+
+REMOTE_SCHEMES = ("http", "https")
+"""Schemes of stores on a server: the spec is the whole URL, used with :class:`~.base.Remote`."""
 
 OXIGRAPH = "oxigraph"
 MEMORY = "memory"
@@ -40,6 +48,9 @@ def default_store() -> StoreSpec:
 def parse_store(text: str) -> StoreSpec:
     """``SCHEME:LOCATION`` of a registered scheme, or a path.  :class:`ValueError` for an unknown
     scheme (the caller names where the value came from)."""
+    if not text.strip():
+        raise ValueError("an empty store: give a path, 'oxigraph:PATH', 'memory:' or the URL of a "
+                         "dataset on a SPARQL server (or leave it unset for the default store)")
     if text in (f"{MEMORY}:", MEMORY):
         return StoreSpec(MEMORY)
     scheme, sep, rest = text.partition(":")
@@ -47,13 +58,37 @@ def parse_store(text: str) -> StoreSpec:
         if not rest:
             return default_store()
         return StoreSpec(OXIGRAPH, Path(os.path.expanduser(rest)), rest)
+    if sep and scheme.lower() in REMOTE_SCHEMES:
+        url = check_url(text)
+        return StoreSpec(url.partition(":")[0], None, url.partition(":")[2])
     if sep and scheme in BACKENDS:
         return StoreSpec(scheme, None, rest)
     if sep and os.sep not in scheme and not os.path.isabs(text):
         known = ", ".join(f"'{s}:'" for s in BACKENDS)
         raise ValueError(f"unknown store {text!r}: use a path, or one of {known} "
-                         "(e.g. 'oxigraph:PATH' on disk, 'memory:')")
+                         "(e.g. 'oxigraph:PATH' on disk, 'memory:', 'http://HOST:PORT/DATASET')")
     return StoreSpec(OXIGRAPH, Path(os.path.expanduser(text)), text)
+
+
+def check_url(text: str) -> str:
+    """The URL of a dataset on a server, checked and normalised (lower-case scheme, no trailing
+    ``/``).  :class:`ValueError` says what is wrong: credentials belong in the environment (the URL
+    is printed and logged), and the endpoints are derived from it, so it has no query."""
+    parts = urllib.parse.urlsplit(text.strip())
+    scheme = parts.scheme.lower()
+    example = "e.g. http://HOST:7878 (Oxigraph) or http://HOST:3030/DATASET (Fuseki)"
+    if scheme not in REMOTE_SCHEMES or not parts.hostname:
+        raise ValueError(f"not a dataset URL: {text!r} ({example})")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("credentials do not go into the store URL (it is printed and logged): use "
+                         "OTEL_PROV_STORE_USER and OTEL_PROV_STORE_PASSWORD, or OTEL_PROV_STORE_TOKEN")
+    if parts.query or parts.fragment:
+        raise ValueError(f"the store URL names a dataset and has no query or fragment ({example})")
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ValueError(f"bad port in {text!r}: {exc}") from None
+    return urllib.parse.urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
 def _backend(spec: StoreSpec) -> Any:

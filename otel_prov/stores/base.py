@@ -9,10 +9,11 @@ a backend's own types.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import rdflib
 
@@ -61,13 +62,39 @@ class QueryResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Remote:
+    """How to use a store on a server (an ``http:`` / ``https:`` store): credentials, TLS, the
+    time one request may take, the kind of server, and a local directory for what the server
+    cannot take.  Secrets are left out of ``repr``."""
+
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+    """A bearer token (instead of ``user`` and ``password``)."""
+    ca_file: Path | None = None
+    """CA certificates (PEM) to verify the server with, instead of the system's."""
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    timeout: float = 60.0
+    """Seconds one request may take (connecting: at most 10)."""
+    server: str = "auto"
+    """``auto`` (detected at open), ``oxigraph``, ``fuseki`` or ``sparql`` (any SPARQL 1.1 server)."""
+    bulk_load: bool = False
+    """Write with the Oxigraph server's bulk loader (faster, not atomic)."""
+    local_dir: Path | None = None
+    """Where data the server cannot take is saved (rescue and rejected quads)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StoreSpec:
     """Where a store is: ``scheme`` names its backend (:mod:`otel_prov.stores`); ``path`` is an
-    on-disk location, ``location`` the text after the scheme."""
+    on-disk location, ``location`` the text after the scheme; ``remote`` how to use a store on a
+    server."""
 
     scheme: str
     path: Path | None = None
     location: str = ""
+    remote: Remote | None = None
 
     @property
     def in_memory(self) -> bool:
@@ -76,8 +103,11 @@ class StoreSpec:
 
     @property
     def rescue_dir(self) -> Path | None:
-        """Where data that cannot be written at close is saved (next to an on-disk store)."""
-        return self.path.parent if self.path is not None else None
+        """Where data that cannot be written at close is saved (next to an on-disk store; for a
+        store on a server, its local directory)."""
+        if self.path is not None:
+            return self.path.parent
+        return self.remote.local_dir if self.remote is not None else None
 
     def __str__(self) -> str:
         if self.path is not None:
@@ -157,3 +187,12 @@ class ReadStore(Protocol):
     def to_dataset(self) -> rdflib.Dataset: ...
 
     def close(self) -> None: ...
+
+
+def open_private(path: Path, *, append: bool = False) -> BinaryIO:
+    """A file only its owner can read (``0600``), for data set aside next to a store (spans that
+    could not be stored, quads a server refused): never through a symbolic link, and, unless
+    ``append``, never one that exists already (:class:`FileExistsError`)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_APPEND if append else os.O_EXCL
+    return os.fdopen(os.open(path, flags, 0o600), "ab" if append else "wb")

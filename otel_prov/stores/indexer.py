@@ -222,6 +222,11 @@ class Indexer:
                 if os.stat(path).st_size <= max(offset, len(seg.MAGIC)):
                     return None
             records, ended = seg.read_records(path, offset, max(budget, 1))
+        except seg.NotASegment as exc:  # nothing in it is committed; sealed, it is set aside
+            if fd >= 0:
+                os.close(fd)
+                seg.set_aside(path, exc)
+            return None
         except BaseException:
             if fd >= 0:
                 os.close(fd)

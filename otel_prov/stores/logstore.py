@@ -28,6 +28,8 @@ from it.  Any number of processes write and read one store at the same time.
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import logging
 import os
 import threading
@@ -55,7 +57,7 @@ from .indexer import (
     index_held,
     wait_folded,
 )
-from .oxigraph import Locked, OxigraphStore, prepare_directory
+from .oxigraph import Locked, OxigraphStore, check_not_a_file, prepare_directory
 
 logger = logging.getLogger(__name__)
 
@@ -175,6 +177,16 @@ class IndexerService:
         with self._mutex:
             self._drop_locked()
 
+    def forget(self) -> None:
+        """In a process forked from this one's: let the parent's index be.  Its RocksDB handle is
+        never used, closed or destroyed here (closing it writes to the index the parent goes on
+        writing); this process's copy of the index lock's descriptor is closed (the parent keeps the
+        lock)."""
+        if self.index is not None:
+            _keep_for_ever(self.index)
+        self.index = self.indexer = None
+        self.lock.release()
+
     def _drop_locked(self) -> None:
         index, self.index, self.indexer = self.index, None, None
         try:
@@ -268,18 +280,50 @@ class LoggedStore:
         except BaseException:
             self.log.close()
             raise
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()
+        self._inherited = False
         self.hand_over_fold = False
         """Whether :meth:`close` hands a large fold to a background process (the SDK exporter: an
         application's ``shutdown()`` then returns once its spans are durable)."""
 
+    def _own(self) -> None:
+        """In a process forked from the one that opened the store (workers of a preloaded app, a
+        ``multiprocessing`` pool): the log segment and the index it inherited are the parent's --
+        appending to that segment, or folding with that RocksDB handle, corrupts the index.  Let
+        them be, and open this process's own segment and indexer (on first use, not at the fork)."""
+        if self._pid == os.getpid():
+            return
+        with self._fork_lock:  # never held at a fork: only taken here, in a forked process
+            if self._pid == os.getpid():
+                return
+            self._let_go()
+            log = seg.SegmentWriter(seg.segments_dir(self.path))  # OSError: tried again next time
+            try:
+                service = IndexerService(self.path)
+            except BaseException:
+                log.close()
+                raise
+            self.log, self.service, self._pid, self._inherited = log, service, os.getpid(), False
+
+    def _let_go(self) -> None:
+        """Let the parent's segment and index be (once; called with the fork lock held)."""
+        if not self._inherited:
+            self._inherited = True
+            self.log.forget()
+            self.service.forget()
+
     @property
     def position(self) -> int:
         """Bytes appended so far: pass to :meth:`sync`."""
+        self._own()
         return self.log.appended
 
     @property
     def failure(self) -> str | None:
         """Why the log cannot be written now (None: it can); cleared by the log's own probe."""
+        if self._pid != os.getpid():
+            return None  # the parent's is not this process's
         return self.log.failure
 
     def add(self, data: bytes, count: int) -> None:
@@ -294,16 +338,22 @@ class LoggedStore:
         if data:
             records.append((seg.ADD, data))
         if records:
+            self._own()
             self.log.append_all(records)
 
     def sync(self, upto: int | None = None, timeout: float | None = None) -> bool:
         """Whether everything appended up to ``upto`` (default: so far) became durable within
         ``timeout`` seconds (group commit: callers at the same time share one ``fdatasync``)."""
+        self._own()
         return self.log.sync(upto, timeout)
 
     def close(self, timeout: float | None = None) -> None:
         """Sync and seal this process's segment, fold what is left (within ``timeout`` seconds, if
         this process indexes or nobody does), release the index."""
+        if self._pid != os.getpid():  # forked, and nothing written here: the parent's are its own
+            with self._fork_lock:
+                self._let_go()
+            return
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self.log.close()
@@ -327,6 +377,16 @@ class LoggedStore:
         if self.service.index is not None:
             self.service.fold()
         return _Closing(open_reader(self.path))
+
+
+_KEPT: list[Any] = []
+
+
+def _keep_for_ever(obj: Any) -> None:
+    """Never destroy ``obj`` in this process, not even at its exit (a RocksDB handle inherited from a
+    parent: its destructor would write to the parent's index)."""
+    _KEPT.append(obj)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))  # survives the interpreter's clean-up too
 
 
 class _Closing:
@@ -358,20 +418,31 @@ def fold(path: Path) -> int | None:
         index.close()
 
 
-SNAPSHOT_TRIES = 20
+SNAPSHOT_WAIT = 2.0
+"""Seconds a reader retries opening a snapshot of an index that is being compacted."""
+_COMPACTED = "No such file"
+"""How RocksDB says a file the snapshot's manifest names is gone (compacted meanwhile)."""
+_BEING_CREATED = ("Column family not found", "only possible on read-write")
+"""How RocksDB says the index is being created (its column families appear one by one)."""
 
 
-def _snapshot(path: Path) -> OxigraphStore:
-    """A read-only snapshot of the index.  The indexing process compacts it meanwhile: a file the
-    snapshot's manifest names may be gone by the time it is opened; then open again (it names the
-    files that replaced it)."""
-    for attempt in range(SNAPSHOT_TRIES):
+def _snapshot(path: Path) -> OxigraphStore | None:
+    """A read-only snapshot of the index, or None while the first writer is still creating it.
+
+    The indexing process compacts the index meanwhile: a file the snapshot's manifest names may be
+    gone by the time it is opened; then open again (it names the files that replaced it).  An index
+    being created has had nothing folded into it (a writer folds only once its index is open), so
+    the log alone holds everything: no snapshot is needed."""
+    deadline = time.monotonic() + SNAPSHOT_WAIT
+    for attempt in itertools.count():
         try:
             return OxigraphStore(path, snapshot=True)
         except StoreError as exc:
-            if attempt == SNAPSHOT_TRIES - 1 or "No such file" not in str(exc):
+            if any(sign in str(exc) for sign in _BEING_CREATED):
+                return None
+            if _COMPACTED not in str(exc) or time.monotonic() > deadline:
                 raise
-            time.sleep(0.01 * (attempt + 1))
+            time.sleep(min(0.01 * (attempt + 1), 0.1))
     raise AssertionError("unreachable")
 
 
@@ -379,6 +450,7 @@ def open_reader(path: Path, *, wait: float = READ_WAIT) -> OxigraphStore:
     """Open the store at ``path`` to read (see the module's docstring): no lock, no write, never
     creates a store."""
     directory = seg.segments_dir(path)
+    check_not_a_file(path)
     if not (path / "CURRENT").exists() and not directory.is_dir():
         raise StoreNotFound(
             f"no store at {path} (nothing has been exported there yet; check --store or "
@@ -463,6 +535,10 @@ def _unfolded(directory: Path, names: list[str], folded: dict[str, int]
                     got, ended = seg.read_open_records(fh, offset, budget)
             except FileNotFoundError:
                 return None
+            except seg.NotASegment as exc:  # no record of it is committed (the indexer sets it aside)
+                seg.report_once(f"not a segment:{directory / name}", logging.WARNING, "otel-prov: %s; "
+                                "it is not read", exc)
+                continue
             budget -= sum(len(r.payload) for r in got)
             records.extend(got)
             if not ended:  # the budget ran out within this segment

@@ -15,7 +15,7 @@ from typing import Any
 import pyoxigraph
 import rdflib
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, dataset_from_nquads, delete_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Row, StoreSpec, Term
@@ -213,18 +213,28 @@ def _rocksdb(path: Path, *, snapshot: bool = False) -> pyoxigraph.Store:
 def prepare_directory(path: Path) -> None:
     """Create the store's directory if missing; a clear :class:`StoreError` if it cannot be, or
     cannot be written."""
+    check_not_a_file(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(
             f"cannot create the store directory {path}: {exc.strerror or exc}; choose a writable "
-            f"location with store='oxigraph:PATH' or OTEL_PROV_STORE"
+            f"location ({WHERE_STORE})"
         ) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise StoreError(
-            f"the store directory {path} is not writable; choose a writable location with "
-            f"store='oxigraph:PATH' or OTEL_PROV_STORE"
+            f"the store directory {path} is not writable; choose a writable location ({WHERE_STORE})"
         )
+
+
+WHERE_STORE = "--store, OTEL_PROV_STORE, or ProvSpanExporter(store=...)"
+"""Where a store is named, for messages that apply to the CLI and the Python API alike."""
+
+
+def check_not_a_file(path: Path) -> None:
+    """A :class:`StoreError` when ``path`` is a file: a store is a directory."""
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"{path} is a file, not a store (a store is a directory); check {WHERE_STORE}")
 
 
 def term(value: Any) -> Term:
@@ -259,9 +269,34 @@ def open_for_writing(spec: StoreSpec) -> Any:
 
 
 def open_for_reading(spec: StoreSpec) -> OxigraphStore:
-    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created."""
+    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created
+    (naming the store inside the directory given, when there is one: its parent was given)."""
     if spec.path is None:
         return OxigraphStore(None)
     from .logstore import open_reader
 
-    return open_reader(spec.path)
+    try:
+        return open_reader(spec.path)
+    except StoreNotFound as exc:
+        inside = store_inside(spec.path)
+        if inside is None:
+            raise
+        raise StoreNotFound(f"no store at {spec.path}, but there is one inside it: {inside} (give that "
+                            "to --store or OTEL_PROV_STORE)") from exc
+
+
+def store_inside(path: Path, most: int = 100) -> Path | None:
+    """A store directly inside the directory ``path`` (``store`` first, as the default store's
+    parent has it; then the other directories, looking at ``most`` at most), or None."""
+    from .segments import segments_dir
+
+    def is_store(candidate: Path) -> bool:
+        return (candidate / "CURRENT").is_file() or segments_dir(candidate).is_dir()
+
+    try:
+        children = sorted(child for _, child in zip(range(most), path.iterdir(), strict=False)
+                          if child.is_dir())
+    except OSError:
+        return None
+    children.sort(key=lambda child: child.name != "store")
+    return next((child for child in children if is_store(child)), None)

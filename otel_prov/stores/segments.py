@@ -51,6 +51,9 @@ _HEADER = struct.Struct("<cII")
 HEADER_SIZE = _HEADER.size
 SEGMENT_SUFFIX = ".seg"
 TMP_SUFFIX = ".tmp"
+BAD_SUFFIX = ".bad"
+"""Appended to the name of a file that is not a segment (its header is not intact) when the indexer
+sets it aside."""
 CHECKPOINT = "checkpoint.json"
 INDEX_LOCK = "index.lock"
 SEGMENTS_DIR = "segments"
@@ -76,6 +79,32 @@ def encode(kind: bytes, payload: bytes) -> bytes:
     return _HEADER.pack(kind, len(payload), _crc(kind, len(payload), payload)) + payload
 
 
+class NotASegment(ValueError):
+    """A file named like a segment whose header is not intact (empty, cut short, not ours): no record
+    of it is committed."""
+
+
+_reported: set[str] = set()
+
+
+def report_once(key: str, level: int, message: str, *args: object) -> None:
+    """Log a problem of the store once per process (readers open the store for every request)."""
+    if key not in _reported:
+        _reported.add(key)
+        logger.log(level, message, *args)
+
+
+def set_aside(path: Path, why: Exception) -> None:
+    """Rename a sealed file that is not a segment to ``NAME.bad`` (kept, never read again), so that it
+    stops no fold; the indexer's work, never a reader's."""
+    try:
+        os.rename(path, path.with_name(path.name + BAD_SUFFIX))
+    except OSError as exc:
+        report_once(f"aside:{path}", logging.ERROR, "otel-prov: %s; it cannot be set aside (%s)", why, exc)
+        return
+    logger.error("otel-prov: %s; set aside as %s%s (nothing in it is read)", why, path.name, BAD_SUFFIX)
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
     kind: bytes
@@ -98,7 +127,7 @@ def read_open_records(fh: IO[bytes], offset: int, budget: int) -> tuple[list[Rec
     if offset < len(MAGIC):
         fh.seek(0)
         if fh.read(len(MAGIC)) != MAGIC:
-            raise ValueError(f"{fh.name} is not an otel-prov log segment")
+            raise NotASegment(f"{fh.name} is not an otel-prov log segment (its header is not intact)")
         offset = len(MAGIC)
     fh.seek(offset)
     used = 0
@@ -141,7 +170,7 @@ def segment_key(name: str) -> tuple[str, int]:
     """``(writer, n)``: a writer's segments are folded in the order of ``n``."""
     stem = name[: -len(SEGMENT_SUFFIX)]
     writer, _, n = stem.rpartition("-")
-    return writer, int(n) if n.isdigit() else 0
+    return writer, int(n) if n.isascii() and n.isdigit() else 0
 
 
 def list_segments(directory: Path) -> list[str]:
@@ -178,15 +207,20 @@ def remove_stale_tmp(directory: Path) -> None:
 
 
 def load_checkpoint(directory: Path) -> dict[str, int]:
-    """Segment name -> offset folded so far (empty when there is no checkpoint yet)."""
+    """Segment name -> offset folded so far (empty when there is no checkpoint yet).  A checkpoint
+    that cannot be read (it is replaced atomically, so only by another hand) is read as empty, and
+    logged: every segment is then folded again from its start, which is harmless (each operation
+    sets a quad's presence; :mod:`.indexer`), and the next fold writes a good one."""
+    path = directory / CHECKPOINT
     try:
-        data = json.loads((directory / CHECKPOINT).read_bytes())
+        data = json.loads(path.read_bytes())
+        return {str(k): int(v) for k, v in data.get("folded", {}).items()}
     except FileNotFoundError:
         return {}
-    except ValueError as exc:  # never written half: replaced atomically
-        raise ValueError(f"the checkpoint {directory / CHECKPOINT} is unreadable: {exc}") from exc
-    folded = data.get("folded", {})
-    return {str(k): int(v) for k, v in folded.items()}
+    except (ValueError, AttributeError, TypeError) as exc:
+        report_once(f"checkpoint:{path}", logging.ERROR, "otel-prov: the checkpoint %s is unreadable (%s); "
+                    "the log is folded again from the start of each segment", path, exc)
+        return {}
 
 
 def save_checkpoint(directory: Path, folded: dict[str, int]) -> None:
@@ -485,6 +519,18 @@ class SegmentWriter:
         if self._sync_once() is None and self._append_error is not None:
             with self._lock:
                 self._recovered("append")
+
+    def forget(self) -> None:
+        """In a process forked from this writer's: close this process's copies of its descriptors and
+        nothing else -- no write, sync, truncation or lock (a thread of the parent may have held one at
+        the fork).  The segments stay the parent's, locked by it."""
+        fds = [fd for fd, _ in self._retired] + ([self._fd] if self._fd >= 0 else [])
+        self._fd, self._retired, self._closed = -1, [], True
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Sync and seal: the segments' locks are released, so an indexer may fold them and delete

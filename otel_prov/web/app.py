@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import math
+import shlex
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -51,6 +52,7 @@ from ..render.text import HIDDEN, term, visible
 from ..settings import UiSettings, is_loopback
 from ..stores import ReadStore, open_for_reading
 from ..stores.base import QueryResult
+from . import isolated
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ MAX_QUERIES = 2
 """SPARQL queries running at once (one that outlives its timeout keeps its place until it ends)."""
 MAX_QUERY_BYTES = 1 << 20
 """A posted query larger than this is not read."""
+MAX_OFFSET = 1 << 62
+"""The largest ``offset`` asked of the store (SPARQL engines read ``OFFSET`` as a 64-bit number)."""
 DOWNLOADS = ("turtle", "trig", "jsonld", "svg")
 COOKIE = "otel_prov_ui"
 EXAMPLE_QUERY = """SELECT ?session ?question ?time WHERE {
@@ -114,7 +118,7 @@ def _templates() -> Jinja2Templates:
     env = jinja2.Environment(loader=jinja2.PackageLoader("otel_prov.web", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
-                       title=step_title, summary=step_summary, term=term)
+                       title=step_title, summary=step_summary, term=term, shell=shlex.quote)
     env.globals.update(hidden=HIDDEN)
     return Jinja2Templates(env=env)
 
@@ -194,7 +198,7 @@ class View:
 
     def api_sessions(self, request: Request) -> Response:
         _, filters = self._filters(request)
-        offset = max(_int(request.query_params.get("offset"), 0), 0)
+        offset = min(max(_int(request.query_params.get("offset"), 0), 0), MAX_OFFSET)
         limit = min(max(_int(request.query_params.get("limit"), PAGE_SIZE), 1), 1000)
         try:
             with self.store() as store:
@@ -293,36 +297,22 @@ class View:
             return None, False, str(exc), 400
         if not self.queries.acquire(blocking=False):
             return None, False, f"{MAX_QUERIES} queries are still running: try again later", 503
-        done = threading.Event()
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                with self.store() as store:
-                    outcome["result"] = store.run_query(text)
-            except BaseException as exc:  # handed to the request
-                outcome["error"] = exc
-            finally:
-                self.queries.release()
-                done.set()
-
-        threading.Thread(target=work, name="otel-prov-ui-query", daemon=True).start()
-        if not done.wait(self.config.query_timeout):
+        try:
+            result, cut = isolated.run_query(self.config.store, text, timeout=self.config.query_timeout,
+                                             row_limit=self.config.row_limit)
+        except isolated.QueryTimedOut:
             return None, False, (f"the query did not finish within {self.config.query_timeout:g} s "
-                                 "(--query-timeout)"), 504
-        error = outcome.get("error")
-        if isinstance(error, SyntaxError):
+                                 "(--query-timeout); it was stopped"), 504
+        except SyntaxError as error:
             return None, False, syntax_message(text, str(error)), 400
-        if isinstance(error, StoreNotFound):
+        except StoreNotFound as error:
             return None, False, str(error), 404
-        if isinstance(error, StoreError):
+        except isolated.StoreUnreadable as error:  # not the query's fault: the store cannot be read
+            return None, False, str(error), 503
+        except StoreError as error:
             return None, False, str(error), 400
-        if error is not None:
-            raise error
-        result: QueryResult = outcome["result"]
-        limit = self.config.row_limit
-        cut = len(result.rows) > limit or len(result.triples) > limit
-        result.rows, result.triples = result.rows[:limit], result.triples[:limit]
+        finally:
+            self.queries.release()
         return result, cut, None, 200
 
     async def _query_text(self, request: Request) -> str | None:
@@ -340,7 +330,10 @@ class View:
                                    "result": None, "cut": False, "error": None,
                                    "timeout": self.config.query_timeout, "row_limit": self.config.row_limit}
         status = 200
-        if text:
+        if text and _from_another_site(request):
+            context["error"] = CROSS_SITE + ": press Run to run it here"
+            status = 403
+        elif text:
             result, cut, error, status = await _in_thread(self._run, text)
             context.update(result=result, cut=cut, error=error)
         return self.page(request, "sparql.html", status, **context)
@@ -350,6 +343,8 @@ class View:
         if not text:
             return JSONResponse({"error": "no query: give it as ?query=... (or POST a form field query)"},
                                 status_code=400)
+        if _from_another_site(request):
+            return JSONResponse({"error": CROSS_SITE}, status_code=403)
         result, cut, error, status = await _in_thread(self._run, text)
         if result is None:
             return JSONResponse({"error": error}, status_code=status)
@@ -372,6 +367,22 @@ class View:
             "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated)",
             "/api/changes": "a stamp that changes whenever the store does",
         }, "docs": "docs/ui.md"})
+
+
+CROSS_SITE = "query not run: the request came from a page of another site"
+
+
+def _from_another_site(request: Request) -> bool:
+    """Whether a browser made this request for a page of another site (its fetch metadata, or the
+    ``Origin`` of a posted form): such a request may not make the view run a query (a page anywhere
+    could otherwise keep the view's query slots and CPUs busy, the view needing no token on loopback).
+    Requests without these headers (curl, scripts) and the view's own pages are not affected."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    return request.method == "POST" and origin is not None \
+        and origin != f"{request.url.scheme}://{request.headers.get('host', '')}"
 
 
 def _is_analysis(step: TraceStep) -> bool:
@@ -425,7 +436,8 @@ async def _authorised(view: View, request: Request,
         if not hmac.compare_digest(given.encode(), token.encode()):
             return _unauthorised(view, request, "wrong token")
         rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
-        response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+        path = "/" + request.url.path.lstrip("/\\")  # never "//host": a redirect to another site
+        response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
         response.set_cookie(COOKIE, view.cookie, httponly=True, samesite="lax", path="/")
         return response
     auth = request.headers.get("authorization", "")
@@ -468,5 +480,20 @@ def create_app(config: UiSettings) -> Starlette:
         return view.problem(request, 404, "Not found", f"nothing at {request.url.path}",
                             api=request.url.path.startswith("/api"))
 
+    async def store_failed(request: Request, exc: Exception) -> Response:
+        """The store could not be read for this request (a server down, a damaged store): a page
+        (or ``{"error": ...}``) saying so, and one log line; never a traceback."""
+        logger.warning("web view: %s %s: the store cannot be read: %s", request.method, request.url.path, exc)
+        return view.problem(request, 503, "The store cannot be read", f"{exc}",
+                            api=request.url.path.startswith("/api"))
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        """Anything else: a page (or JSON) saying so; the server logs the traceback."""
+        response = view.problem(request, 500, "Internal error",
+                                f"this request failed ({type(exc).__name__}); the details are in the log "
+                                "of otel-prov ui", api=request.url.path.startswith("/api"))
+        response.headers.update(_HEADERS)  # answered outside the guard
+        return response
+
     return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=_guard(view))],
-                     exception_handlers={404: not_found})
+                     exception_handlers={404: not_found, StoreError: store_failed, Exception: failed})

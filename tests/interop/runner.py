@@ -138,13 +138,21 @@ def run(scenario: Scenario, out_dir: Path) -> tuple[list[SpanRecord], float]:
 class Captured:
     """The scenarios' spans, each scenario run once (on first use), kept in ``out``."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, reuse: bool = False) -> None:
         self.out = out
+        self.reuse = reuse
+        """Read a scenario's spans from ``out`` when an earlier run left them there (the mutation run,
+        scripts/mutation.sh: the scenarios run once, not once per mutant)."""
         self._spans: dict[str, list[SpanRecord]] = {}
 
     def spans(self, name: str) -> list[SpanRecord]:
         if name not in self._spans:
-            self._spans[name] = run(SCENARIOS[name], self.out)[0]
+            recorded = self.out / f"{name}.otlp"
+            if self.reuse and recorded.exists():
+                request = ExportTraceServiceRequest.FromString(recorded.read_bytes())
+                self._spans[name] = records_from_otlp(request.resource_spans)[0]
+            else:
+                self._spans[name] = run(SCENARIOS[name], self.out)[0]
         return self._spans[name]
 
     def request(self, name: str) -> ExportTraceServiceRequest:
