@@ -684,9 +684,10 @@ def test_mapping_workers_store_the_graph_of_one_mapper_over_both_transports(
     conversation over several traces, given trace ids that put them on both workers), every trace
     cut over requests sent in a shuffled order over gRPC, HTTP/protobuf and HTTP/JSON.  The store
     holds exactly what one mapper makes of all the spans; a span with an invalid trace id is
-    rejected once."""
+    rejected once; text that is not UTF-8 is repaired by the workers as by the serve process."""
     import random
 
+    from otel_prov.mapping import otlp
     from otel_prov.mapping.spans import records_from_otlp, trace_share
 
     whole = interop.request("openai_v2_chat")
@@ -706,8 +707,13 @@ def test_mapping_workers_store_the_graph_of_one_mapper_over_both_transports(
                 pieces.append((rs.resource, ss.scope, span))
     chat_traces = {new_ids[t] for t in chat_ids}
     assert {trace_share(t, 2) for t in chat_traces} == {0, 1}
+    body = request_of(agent_spans(2)).SerializeToString()
+    assert b"question 1?" in body
+    not_utf8 = body.replace(b"question 1?", b"question\xff1?")  # the same length: still protobuf
     records, _ = records_from_otlp(whole.resource_spans)
-    want = {" ".join(q) for q in TraceMapper("seed").map(records).add}
+    repaired = records_from_otlp(otlp.repaired(not_utf8).resource_spans)[0]
+    assert any("question\ufffd1?" in str(r.attributes) for r in repaired)
+    want = {" ".join(q) for q in TraceMapper("seed").map(records + repaired).add}
     chat_records = [r for r in records if r.trace_id.to_bytes(16, "big") in chat_traces]
     assert TraceMapper("seed").map(chat_records).add, "the chat traces map to nothing"
     random.Random(7).shuffle(pieces)
@@ -745,7 +751,10 @@ def test_mapping_workers_store_the_graph_of_one_mapper_over_both_transports(
                     resp = requests.post(url, data=json.dumps(otlp_json(request)), timeout=20,
                                          headers={"Content-Type": "application/json"})
                     assert resp.status_code == 200, resp.content
-        assert server.receiver.stats.spans_acknowledged == len(pieces)
+            raw = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+            answer = ExportTraceServiceResponse.FromString(raw(not_utf8, timeout=20))
+            assert not answer.HasField("partial_success"), answer
+        assert server.receiver.stats.spans_acknowledged == len(pieces) + len(repaired)
     finally:
         assert server.stop(30)
     assert not _mapping_workers()
