@@ -90,8 +90,8 @@ def tune_gc() -> None:
 
 
 @dataclass
-class PartResult:
-    """What one worker did with its part of a request (or a batch of conversation changes)."""
+class PoolResult:
+    """What was done with a request, over every worker (or by one: :class:`PartResult`)."""
 
     accepted: int = 0
     rejected: int = 0
@@ -101,23 +101,17 @@ class PartResult:
     problems: Counter[str] = field(default_factory=Counter)
     """Each kind of problem met, with its count."""
     added: int = 0
-    ops: list[ConversationOp] = field(default_factory=list)
     failure: tuple[str, str] | None = None
-    """``(kind, message)``: the part is not known durable (the request is not acknowledged)."""
-    ops_end: int = 0
-    """Set by the front: the sequence number of the last conversation change this part handed out."""
+    """``(kind, message)``: not known durable (the request is not acknowledged)."""
 
 
 @dataclass
-class PoolResult:
-    """A request's outcome over every worker."""
+class PartResult(PoolResult):
+    """What one worker did with its part of a request (or a batch of conversation changes)."""
 
-    accepted: int = 0
-    rejected: int = 0
-    first_rejected: str = ""
-    problems: Counter[str] = field(default_factory=Counter)
-    added: int = 0
-    failure: tuple[str, str] | None = None
+    ops: list[ConversationOp] = field(default_factory=list)
+    ops_end: int = 0
+    """Set by the front: the sequence number of the last conversation change this part handed out."""
 
 
 # -- the front ------------------------------------------------------------------------------------
@@ -521,13 +515,8 @@ class Worker:
                 result.added += len(update.add)
                 result.problems.update(update.problems)
                 result.ops += update.conversation_ops
-        except NotStored as exc:
-            result.failure = (STORE_FAILING, f"the store is failing ({exc}); retry later")
-        except PipelineClosed:
-            result.failure = (CLOSED, "the receiver is shutting down; retry")
-        except Exception:
-            logger.exception("otel-prov serve worker %d: unexpected error while ingesting", self.index)
-            result.failure = (INTERNAL, "internal error in the receiver; retry")
+        except Exception as exc:
+            result.failure = self._failure(exc, "while ingesting")
         self._queue_ack(rid, seq, deadline, updates, result)
 
     def _conversations(self, rid: int, deadline: float, ops: list[ConversationOp]) -> None:
@@ -542,15 +531,19 @@ class Worker:
             if not self.pipeline.wait(submitted.seq, max(0.0, deadline - time.monotonic())):
                 self.pipeline.unstored(submitted.update)
                 result.failure = (TOO_SLOW, "the store did not commit in time")
-        except NotStored as exc:
-            result.failure = (STORE_FAILING, f"the store is failing ({exc}); retry later")
-        except PipelineClosed:
-            result.failure = (CLOSED, "the receiver is shutting down; retry")
-        except Exception:
-            logger.exception("otel-prov serve worker %d: unexpected error in conversations", self.index)
-            result.failure = (INTERNAL, "internal error in the receiver; retry")
+        except Exception as exc:
+            result.failure = self._failure(exc, "in conversations")
         self._retry_ops = ops if result.failure is not None else []
         self._answer(rid, result)
+
+    def _failure(self, exc: Exception, doing: str) -> tuple[str, str]:
+        """The failure answered for ``exc``, raised ``doing`` something (an unexpected one logged)."""
+        if isinstance(exc, NotStored):  # the store refused it (a full disk): nothing of it is kept
+            return (STORE_FAILING, f"the store is failing ({exc}); retry later")
+        if isinstance(exc, PipelineClosed):
+            return (CLOSED, "the receiver is shutting down; retry")
+        logger.error("otel-prov serve worker %d: unexpected error %s", self.index, doing, exc_info=exc)
+        return (INTERNAL, "internal error in the receiver; retry")
 
     def _answer(self, rid: int, result: PartResult) -> bool:
         """Send a result; False if the front is gone.  A result that cannot be sent (a bug) is
