@@ -44,7 +44,7 @@ AGAIN = 3
 def start(store: Path, lock_fd: int) -> subprocess.Popen[bytes] | None:
     """Start a folder for ``store``, handing it the index lock held on ``lock_fd``; None if no
     Python interpreter can be started from this process (then the caller folds)."""
-    python = _interpreter()
+    python = interpreter()
     if python is None:
         return None
     env = folder_environment(os.environ, str(Path(__file__).resolve().parents[2]))
@@ -77,7 +77,7 @@ def _is_auto_instrumentation(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "sitecustomize.py")) and "auto_instrumentation" in path
 
 
-def _interpreter() -> str | None:
+def interpreter() -> str | None:
     """This process's Python interpreter, if it is one (not a frozen application, nor a server
     embedding Python, whose ``sys.executable`` would start the application itself)."""
     executable = sys.executable
