@@ -60,6 +60,7 @@ from tests.procs import (  # noqa: E402
     peak_rss_kib,
     start_jaeger,
     start_serve,
+    tree_peak_rss_kib,
     wait_until,
 )
 
@@ -207,14 +208,14 @@ def check_jaeger(jaeger: object, spans: list[ReadableSpan], sample: int = 20) ->
 
 
 def run_serve(workdir: Path, requests: list[tuple[bytes, int]], spans: list[ReadableSpan],
-              args: argparse.Namespace, expected_quads: int) -> tuple[Run, str]:
-    store = workdir / "store"
-    serve = start_serve(store, workdir / "serve.log")
+              args: argparse.Namespace, expected_quads: int, workers: str = "") -> tuple[Run, str]:
+    store = workdir / f"store{workers}"
+    serve = start_serve(store, workdir / f"serve{workers}.log", *(("--workers", workers) if workers else ()))
     try:
         warm_up(serve.grpc_port, requests)
         seconds, acked, retries, failures = send_all(serve.grpc_port, requests, args.concurrency,
                                                      args.time_limit)
-        rss = peak_rss_kib(serve.pid)
+        rss = tree_peak_rss_kib(serve.pid)  # with its mapping workers
         status, body = http_get(f"http://{serve.http}/health")
         health = json.loads(body) if status == 200 else {}
     finally:
@@ -229,7 +230,8 @@ def run_serve(workdir: Path, requests: list[tuple[bytes, int]], spans: list[Read
              f"{health.get('spans_acknowledged')} spans (incl. warm-up); exit {code}; a reader "
              f"opened the store in {read_s:.2f} s: "
              f"{'OK' if ok else 'MISMATCH'}")
-    return Run("otel-prov serve", acked, seconds, retries, failures, rss), check
+    label = "otel-prov serve" + (f" (--workers {workers})" if workers else "")
+    return Run(label, acked, seconds, retries, failures, rss), check
 
 
 def run_jaeger(workdir: Path, requests: list[tuple[bytes, int]], spans: list[ReadableSpan],
@@ -256,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per run, at most")
+    parser.add_argument("--workers", default="", help="comma-separated --workers values of serve to "
+                        "run side by side (default: serve's default only)")
     args = parser.parse_args(argv)
 
     t = time.perf_counter()
@@ -271,10 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
             workdir = Path(tmp)
-            runners = ("serve", "jaeger-badger", "jaeger")
+            serves = tuple(f"serve:{w}" for w in args.workers.split(",")) if args.workers else ("serve:",)
+            runners = (*serves, "jaeger-badger", "jaeger")
             for runner in runners if r % 2 == 0 else tuple(reversed(runners)):
-                if runner == "serve":
-                    run, check = run_serve(workdir, requests, spans, args, expected)
+                if runner.startswith("serve:"):
+                    run, check = run_serve(workdir, requests, spans, args, expected, runner[6:])
                 else:
                     run, check = run_jaeger(workdir, requests, spans, args, badger=runner != "jaeger")
                 results.setdefault(run.target, []).append(run)
@@ -289,10 +294,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{max(r.rss_kib for r in runs) / 1024:12.0f} MiB {sum(r.retries for r in runs):8d} "
               f"{sum(r.failures for r in runs):7d}")
     medians = {t: statistics.median(r.rate for r in runs) for t, runs in results.items()}
-    serve, badger, memory = (medians.get(k, float("nan")) for k in
-                             ("otel-prov serve", "jaeger (badger)", "jaeger (memory)"))
-    print(f"\nsummary (medians of {args.repeats}): serve vs Jaeger+Badger {serve / badger:.2f} "
-          f"(target >= 2); serve vs Jaeger in memory {serve / memory:.2f} (target >= 0.5)")
+    badger = medians.get("jaeger (badger)", float("nan"))
+    memory = medians.get("jaeger (memory)", float("nan"))
+    for target, serve in medians.items():
+        if target.startswith("otel-prov serve"):
+            print(f"\nsummary (medians of {args.repeats}): {target} vs Jaeger+Badger {serve / badger:.2f} "
+                  f"(target >= 2); vs Jaeger in memory {serve / memory:.2f} (target >= 0.5)")
     print()
     for line in checks:
         print("check:", line)

@@ -228,6 +228,13 @@ SERVE_DRAIN_TIMEOUT: Option[float] = Option(
 SERVE_MEMORY_BUDGET: Option[int] = Option(
     "OTEL_PROV_SERVE_MEMORY_BUDGET", "--memory-budget", _count(16), DEFAULT_MEMORY_BUDGET_MIB)
 """MiB of request data serve holds at once (bodies, decoded requests, N-Quads queued for the store)."""
+DEFAULT_WORKERS = 1
+"""The default of ``--workers``: 1, mapping in the serve process (workers are opt-in: ``0`` is one
+per CPU, at most :data:`MAX_AUTO_WORKERS`)."""
+MAX_AUTO_WORKERS = 4
+SERVE_WORKERS: Option[int] = Option("OTEL_PROV_SERVE_WORKERS", "--workers", _count(0), DEFAULT_WORKERS)
+"""Processes that map (an on-disk store; ``memory:`` is mapped in the serve process); 0: one per
+CPU, at most :data:`MAX_AUTO_WORKERS`."""
 SERVE_PUBLIC_WITHOUT_TOKEN: Option[bool] = Option(
     "OTEL_PROV_SERVE_PUBLIC_WITHOUT_TOKEN", "--public-without-token", _flag, False)
 """Listen on an address other than loopback without a token (refused otherwise)."""
@@ -265,7 +272,7 @@ EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _tex
 OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
-    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
+    SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET, SERVE_WORKERS,
     SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, EXAMPLE_MODEL,
     STORE_SERVER, STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT, STORE_CLIENT_KEY,
@@ -327,6 +334,17 @@ class ServeSettings:
     """Bytes (the option is in MiB)."""
     public_without_token: bool = False
     allowed_hosts: tuple[str, ...] = ()
+    workers: int = DEFAULT_WORKERS
+    """Mapping processes (:mod:`otel_prov.serve.workers`); 1: mapping in the serve process; 0: one
+    per CPU (at most :data:`MAX_AUTO_WORKERS`)."""
+
+    @property
+    def mapping_workers(self) -> int:
+        """How many processes map: :attr:`workers`, or one per CPU; 1 for a store that lives in
+        this process (``memory:``) or is not a log on disk."""
+        if self.store.scheme != "oxigraph" or self.store.path is None:
+            return 1
+        return self.workers or min(os.cpu_count() or 1, MAX_AUTO_WORKERS)
 
     @property
     def loopback(self) -> bool:
@@ -345,7 +363,8 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
                    grpc_port: Any = None, http_port: Any = None, token: Any = None, tls_cert: Any = None,
                    tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
                    drain_timeout: Any = None, max_attribute_bytes: Any = None, memory_budget: Any = None,
-                   public_without_token: Any = None, allowed_hosts: Any = None) -> ServeSettings:
+                   public_without_token: Any = None, allowed_hosts: Any = None,
+                   workers: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -373,6 +392,7 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         memory_budget=SERVE_MEMORY_BUDGET.get(memory_budget, via=via) * 1024 * 1024,
         public_without_token=SERVE_PUBLIC_WITHOUT_TOKEN.get(public_without_token, via=via),
         allowed_hosts=SERVE_ALLOWED_HOSTS.get(allowed_hosts, via=via),
+        workers=SERVE_WORKERS.get(workers, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")

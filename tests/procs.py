@@ -120,6 +120,26 @@ def peak_rss_kib(pid: int) -> int:
     return 0
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (serve and its mapping workers)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def tree_peak_rss_kib(pid: int) -> int:
+    """The sum of ``VmHWM`` over ``pid`` and its descendants, in KiB (each process's own peak: an
+    upper bound of the peak of the whole)."""
+    return sum(peak_rss_kib(p) for p in process_tree(pid))
+
+
 @dataclass
 class Proc:
     name: str

@@ -947,3 +947,30 @@ def test_demo_otlp_says_where_the_spans_went(tmp_path: Path, capsysbinary: Any) 
     assert r.code == 0
     assert f"spans could not be sent over OTLP/gRPC to {endpoint} (service otel-prov-demo): is Jaeger " \
            "(or a Collector) listening there?" in r.err
+
+
+_CTRL_C_WHILE_LOADING = """
+import sys
+
+class CtrlC:  # Ctrl-C arriving while the command's modules load (they load inside main())
+    def find_spec(self, name, path=None, target=None):
+        if name == "otel_prov.cli.app":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+from otel_prov.cli import main
+sys.exit(main(["list"]))
+"""
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130() -> None:
+    """The entry point loads nothing heavy: Ctrl-C while the command's modules load (the first
+    ~0.1 s of every command) says 'interrupted' in one line and exits 130, not a traceback."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_LOADING], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "otel-prov: interrupted\n", "")
+    light = subprocess.run([sys.executable, "-c", "import sys, otel_prov.cli; "
+                            "print(sorted(m for m in sys.modules if m.startswith('otel_prov')))"],
+                           capture_output=True, text=True, timeout=60)
+    assert light.stdout.strip() == "['otel_prov', 'otel_prov.cli']", light.stdout

@@ -104,9 +104,10 @@ def _genai(traces: int) -> tuple[list[ReadableSpan], list[ReadableSpan], list[Re
     return agents, [s for s in tools if s not in late], late
 
 
-def _serve(store: Path) -> Server:
+def _serve(store: Path, workers: int = 1) -> Server:
+    """serve in this process; with ``workers`` > 1, its mapping workers are processes."""
     return Server(ServeSettings(store=StoreSpec("oxigraph", store), profile="seed", grpc_port=0,
-                                http_port=0, drain_timeout=10.0))
+                                http_port=0, drain_timeout=10.0, workers=workers))
 
 
 def _health(server: Server) -> int:
@@ -135,14 +136,15 @@ def _lines(proc: Proc) -> list[dict[str, Any]]:
 # -- item 5: serve recovers by itself -------------------------------------------------------------
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_serve_on_a_full_disk_refuses_then_recovers_by_itself_and_loses_nothing_acknowledged(
-        tmp_path: Path) -> None:
+        tmp_path: Path, workers: int) -> None:
     agents, early, late = _genai(4)
     tools = early + late
     sessions = agent_spans(6)
     with mounts.small_disk(tmp_path) as disk:
         store = disk.directory / "store"
-        server = _serve(store)
+        server = _serve(store, workers)
         try:
             channel, client = stub(server.grpc.port)  # type: ignore[union-attr]
             with channel:
@@ -171,7 +173,7 @@ def test_serve_recovers_by_itself_after_its_store_directory_was_read_only(
     monkeypatch.setattr(segments, "SEGMENT_BYTES", 64 * 1024)
     store = tmp_path / "store"
     batches = [agent_spans(4) for _ in range(24)]
-    server = _serve(store)
+    server = _serve(store)  # mapping here: its log has the small segments set above
     acked: list[int] = []
     try:
         channel, client = stub(server.grpc.port)  # type: ignore[union-attr]

@@ -395,21 +395,28 @@ def _paragraph_sessions(count: int) -> list:  # type: ignore[type-arg]
     return list(memory.get_finished_spans())
 
 
-def _export_all(store: Path, spans: list) -> ProvSpanExporter:  # type: ignore[type-arg]
+def _export_all(store: Path, spans: list, monkeypatch=None) -> ProvSpanExporter:  # type: ignore[type-arg,no-untyped-def]
+    """Export ``spans``; with ``monkeypatch``, the exporter's indexer folds nothing meanwhile (so
+    that shutdown() has the whole log left to fold)."""
+    from otel_prov.stores.logstore import IndexerService
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(IndexerService, "_due", lambda self: False)
     exporter = ProvSpanExporter(store=store)
     for i in range(0, len(spans), 512):
         exporter.export(spans[i:i + 512])
     return exporter
 
 
-def test_shutdown_hands_a_large_fold_to_a_background_process_that_loses_nothing(tmp_path: Path) -> None:
+def test_shutdown_hands_a_large_fold_to_a_background_process_that_loses_nothing(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
     from otel_prov.stores.indexer import index_held
     from otel_prov.stores.logstore import HAND_OVER_BYTES
 
     store = tmp_path / "store"
     spans = _paragraph_sessions(300)
     want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
-    exporter = _export_all(store, spans)
+    exporter = _export_all(store, spans, monkeypatch)
     assert segments.unfolded_bytes(segments.segments_dir(store)) >= HAND_OVER_BYTES
     exporter.shutdown()
     # The lock never went free: a reader starting now sees a process indexing, waits for it, and
@@ -424,11 +431,11 @@ def test_shutdown_hands_a_large_fold_to_a_background_process_that_loses_nothing(
         assert {str(q) for q in index} == want
 
 
-def test_kill9_of_the_background_folder_loses_nothing(tmp_path: Path) -> None:
+def test_kill9_of_the_background_folder_loses_nothing(tmp_path: Path, monkeypatch) -> None:
     store = tmp_path / "store"
     spans = _paragraph_sessions(300)
     want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
-    _export_all(store, spans).shutdown()
+    _export_all(store, spans, monkeypatch).shutdown()
     (pid,) = _folders(store)
     subprocess.run(["kill", "-9", str(pid)], check=True)
     wait_until(lambda: not _folders(store), 10, "the killed folder to be gone")
@@ -445,7 +452,7 @@ def test_shutdown_folds_in_process_when_no_folder_can_be_started(tmp_path: Path,
     spans = _paragraph_sessions(300)
     want = _quads(nquads(TraceMapper(SEED).map([from_sdk(s) for s in spans]).add))
     monkeypatch.setattr(sys, "executable", "/nonexistent/python3")
-    _export_all(store, spans).shutdown()
+    _export_all(store, spans, monkeypatch).shutdown()
     assert not _folders(store)
     assert not _segments(store), "the exporter folded everything itself"
     with read_back(store) as index:

@@ -208,3 +208,49 @@ def test_real_instrumentation_traces_any_delivery_same_graph(interop: Captured, 
 
 def _quads(store: OxigraphStore) -> set[object]:
     return set(store.inner.quads_for_pattern(None, None, None, None))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_traces_shared_among_mappers_give_the_graph_of_one(interop: Captured, data: st.DataObject) -> None:
+    """``otel-prov serve --workers N``: each worker's mapper maps the traces given to it, and the
+    chat conversations (which span traces) are kept by worker 0's, fed the others' conversation
+    changes (sent between processes: pickled).  Whatever the delivery, the store ends with the graph
+    of all the spans mapped by one mapper."""
+    import pickle
+
+    from otel_prov.mapping.spans import trace_share
+    from otel_prov.serve.workers import _portable
+
+    names = data.draw(st.lists(st.sampled_from(sorted(SCENARIOS)), min_size=1, max_size=3, unique=True),
+                      label="scenarios")
+    profile = data.draw(st.sampled_from(PROFILES), label="profile")
+    count = data.draw(st.integers(2, 3), label="workers")
+    spans = [s for name in names for s in interop.spans(name)]
+    schedule = data.draw(schedules(len(spans)), label="schedule")
+    whole = TraceMapper(profile).map(spans).add
+    mappers = [TraceMapper(profile, conversations=k == 0) for k in range(count)]
+    store, expected = OxigraphStore(None), OxigraphStore(None)
+
+    def apply(update) -> None:  # type: ignore[no-untyped-def]
+        store.remove(update.remove)
+        store.add(nquads(update.add), len(update.add))
+
+    try:
+        expected.add(nquads(whole), len(whole))
+        for batch in schedule:
+            ops = []
+            for k, mapper in enumerate(mappers):
+                mine = [spans[i] for i in batch
+                        if trace_share(spans[i].trace_id.to_bytes(16, "big"), count) == k]
+                update = mapper.map(mine)
+                apply(update)
+                ops += [(t, None if calls is None else tuple(_portable(c) for c in calls))
+                        for t, calls in update.conversation_ops]
+            assert not mappers[0].map([]).conversation_ops
+            apply(mappers[0].apply_conversations(pickle.loads(pickle.dumps(ops))))
+        assert _quads(store) == _quads(expected)
+    finally:
+        store.close()
+        expected.close()

@@ -52,7 +52,7 @@ from otel_prov.settings import ServeSettings, serve_settings
 from otel_prov.stores import StoreSpec
 from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
-from tests.procs import Proc, start_serve
+from tests.procs import Proc, process_tree, start_serve, wait_until
 from tests.stores import read_back
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -592,18 +592,25 @@ def test_sigterm_drains_and_exits_cleanly(tmp_path: Path, procs: list[Proc]) -> 
     assert not missing, f"{len(missing)} acknowledged quads missing"
 
 
-def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path, procs: list[Proc]) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path, procs: list[Proc], workers: str) -> None:
     """A real ``otel-prov serve`` under load from real gRPC clients is killed with SIGKILL, then
-    restarted on the same store: every acknowledged request's quads are there."""
+    restarted on the same store: every acknowledged request's quads are there.  Its mapping
+    workers, if any, find the serve process gone and exit."""
     store_path = tmp_path / "store"
-    serve = start_serve(store_path, tmp_path / "serve.log")
+    serve = start_serve(store_path, tmp_path / "serve.log", "--workers", workers)
     procs.append(serve)
+    children = process_tree(serve.pid)[1:]
+    assert len(children) == (0 if workers == "1" else int(workers))
     batch = [request_of(agent_spans(20)) for _ in range(64)]
     load = _Load(serve.grpc_port, batch, clients=8)
     load.wait_for(24, serve)
     serve.kill9()
     acknowledged = load.stop()
     assert len(acknowledged) < len(batch), "the kill came after the load: nothing was in flight"
+    wait_until(lambda: not [c for c in children if Path(f"/proc/{c}").exists()
+                            and "Z" not in Path(f"/proc/{c}/stat").read_text().split(")")[-1][:3]],
+               30, "the mapping workers to exit")
     restarted = start_serve(store_path, tmp_path / "serve2.log")
     procs.append(restarted)
     health = requests.get(f"http://{restarted.http}/health", timeout=5)
@@ -614,6 +621,145 @@ def test_kill9_and_restart_lose_nothing_acknowledged(tmp_path: Path, procs: list
     with read_back(store_path) as store:
         missing = [q for q in expected if q not in store]
     assert not missing, f"{len(missing)} of {len(expected)} acknowledged quads lost after kill -9"
+
+
+def test_a_mapping_worker_killed_is_started_again_and_nothing_acknowledged_is_lost(
+        tmp_path: Path, procs: list[Proc]) -> None:
+    """``--workers 2``: one worker is killed with SIGKILL under load; the requests it had are
+    answered UNAVAILABLE (the clients retry), serve starts it again, and every request ends
+    acknowledged with its quads in the store."""
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--workers", "2")
+    procs.append(serve)
+    batch = [request_of(agent_spans(20)) for _ in range(300)]
+    acked: list[int] = []
+    refused: list[int] = []
+    lock = threading.Lock()
+
+    def send(start: int) -> None:  # a client that retries what is refused, as the Collector does
+        channel, client = stub(serve.grpc_port)
+        with channel:
+            for i in range(start, len(batch), 6):
+                deadline = time.monotonic() + 90
+                while True:
+                    try:
+                        client.Export(batch[i], timeout=30)
+                        break
+                    except grpc.RpcError as exc:
+                        assert exc.code() is grpc.StatusCode.UNAVAILABLE, exc
+                        with lock:
+                            refused.append(i)
+                        assert time.monotonic() < deadline
+                        time.sleep(0.2)
+                with lock:
+                    acked.append(i)
+
+    clients = [threading.Thread(target=send, args=(k,)) for k in range(6)]
+    for client in clients:
+        client.start()
+    wait_until(lambda: len(acked) >= 10, 30, "requests acknowledged", proc=serve)
+    victim = process_tree(serve.pid)[-1]
+    os.kill(victim, 9)
+    for client in clients:
+        client.join(180)
+    assert sorted(acked) == list(range(len(batch)))
+    assert refused, "nothing was refused: the kill came after the load"
+    assert "starting it again" in serve.tail() and "runs again" in serve.tail()
+    health = requests.get(f"http://{serve.http}/health", timeout=5).json()
+    assert health["status"] == "ok"
+    assert serve.terminate(timeout=60) == 0, serve.tail()
+    with read_back(serve.store) as store:
+        missing = [q for request in batch for q in _quads(request) if q not in store]
+    assert not missing, f"{len(missing)} acknowledged quads missing"
+
+
+def _mapping_workers() -> list[int]:
+    """The mapping workers this process started (``python -m otel_prov.serve.workers``)."""
+    return [pid for pid in process_tree(os.getpid())[1:]
+            if b"otel_prov.serve.workers" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def test_mapping_workers_store_the_graph_of_one_mapper_over_both_transports(
+        interop: Any, tmp_path: Path) -> None:
+    """``workers=2`` on an on-disk store: agent sessions and the real openai-v2 chat traces (one
+    conversation over several traces, given trace ids that put them on both workers), every trace
+    cut over requests sent in a shuffled order over gRPC, HTTP/protobuf and HTTP/JSON.  The store
+    holds exactly what one mapper makes of all the spans; a span with an invalid trace id is
+    rejected once; text that is not UTF-8 is repaired by the workers as by the serve process."""
+    import random
+
+    from otel_prov.mapping import otlp
+    from otel_prov.mapping.spans import records_from_otlp, trace_share
+
+    whole = interop.request("openai_v2_chat")
+    chat_ids = {span.trace_id for rs in whole.resource_spans for ss in rs.scope_spans for span in ss.spans}
+    whole.resource_spans.extend(request_of(agent_spans(4)).resource_spans)
+    new_ids: dict[bytes, bytes] = {}  # traces alternate between the workers, the chat's first
+    pieces = []
+    for rs in whole.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                if span.trace_id not in new_ids:
+                    new = os.urandom(16)
+                    while trace_share(new, 2) != len(new_ids) % 2:
+                        new = os.urandom(16)
+                    new_ids[span.trace_id] = new
+                span.trace_id = new_ids[span.trace_id]
+                pieces.append((rs.resource, ss.scope, span))
+    chat_traces = {new_ids[t] for t in chat_ids}
+    assert {trace_share(t, 2) for t in chat_traces} == {0, 1}
+    body = request_of(agent_spans(2)).SerializeToString()
+    assert b"question 1?" in body
+    not_utf8 = body.replace(b"question 1?", b"question\xff1?")  # the same length: still protobuf
+    records, _ = records_from_otlp(whole.resource_spans)
+    repaired = records_from_otlp(otlp.repaired(not_utf8).resource_spans)[0]
+    assert any("question\ufffd1?" in str(r.attributes) for r in repaired)
+    want = {" ".join(q) for q in TraceMapper("seed").map(records + repaired).add}
+    chat_records = [r for r in records if r.trace_id.to_bytes(16, "big") in chat_traces]
+    assert TraceMapper("seed").map(chat_records).add, "the chat traces map to nothing"
+    random.Random(7).shuffle(pieces)
+    requests_ = []
+    for i in range(0, len(pieces), 5):
+        request = ExportTraceServiceRequest()
+        for resource, scope, span in pieces[i:i + 5]:
+            rs = request.resource_spans.add()
+            rs.resource.CopyFrom(resource)
+            ss = rs.scope_spans.add()
+            ss.scope.CopyFrom(scope)
+            ss.spans.add().CopyFrom(span)
+        requests_.append(request)
+    bad = requests_[0].resource_spans[0].scope_spans[0].spans.add()
+    bad.CopyFrom(requests_[0].resource_spans[0].scope_spans[0].spans[0])
+    bad.trace_id = b"\x01\x02\x03\x04"
+
+    store = tmp_path / "store"
+    server = Server(ServeSettings(store=StoreSpec("oxigraph", store), profile="seed", grpc_port=0,
+                                  http_port=0, drain_timeout=10.0, workers=2))
+    try:
+        assert len(_mapping_workers()) == 2
+        url = f"http://{server.http_address}/v1/traces"
+        channel, client = stub(server.grpc.port)  # type: ignore[union-attr]
+        with channel:
+            for i, request in enumerate(requests_):
+                if i % 3 == 0:
+                    response = client.Export(request, timeout=20)
+                    assert response.partial_success.rejected_spans == (1 if i == 0 else 0)
+                elif i % 3 == 1:
+                    resp = requests.post(url, data=request.SerializeToString(), timeout=20,
+                                         headers={"Content-Type": "application/x-protobuf"})
+                    assert resp.status_code == 200, resp.content
+                else:
+                    resp = requests.post(url, data=json.dumps(otlp_json(request)), timeout=20,
+                                         headers={"Content-Type": "application/json"})
+                    assert resp.status_code == 200, resp.content
+            raw = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+            answer = ExportTraceServiceResponse.FromString(raw(not_utf8, timeout=20))
+            assert not answer.HasField("partial_success"), answer
+        assert server.receiver.stats.spans_acknowledged == len(pieces) + len(repaired)
+    finally:
+        assert server.stop(30)
+    assert not _mapping_workers()
+    with read_back(store) as index:
+        assert {str(q) for q in index} == want
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -636,6 +782,15 @@ def test_settings_from_flags_and_environment(monkeypatch: pytest.MonkeyPatch, tm
         serve_settings(store="memory:", grpc_port="70000")
     with pytest.raises(ConfigError, match="TLS"):
         serve_settings(store="memory:", tls_cert=str(tmp_path / "cert.pem"))
+    assert serve_settings(store=f"oxigraph:{tmp_path / 's'}").mapping_workers == 1  # opt-in
+    monkeypatch.setenv("OTEL_PROV_SERVE_WORKERS", "3")
+    assert serve_settings(store=f"oxigraph:{tmp_path / 's'}").mapping_workers == 3
+    assert serve_settings(store="memory:").mapping_workers == 1  # lives in the serve process
+    auto = serve_settings(store=f"oxigraph:{tmp_path / 's'}", workers="0").mapping_workers
+    assert auto == min(os.cpu_count() or 1, 4)
+    with pytest.raises(ConfigError, match="OTEL_PROV_SERVE_WORKERS"):
+        monkeypatch.setenv("OTEL_PROV_SERVE_WORKERS", "many")
+        serve_settings(store="memory:")
 
 
 def test_serve_command_reports_a_bad_store_in_one_line(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ stdout: ``otel-prov serve: listening grpc=HOST:PORT http=HOST:PORT store=SPEC``.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import logging
 import os
@@ -70,6 +69,8 @@ _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
      "queued for the store); past it, UNAVAILABLE/503", settings.DEFAULT_MEMORY_BUDGET_MIB),
     (settings.SERVE_ALLOWED_HOSTS, "comma-separated host names an HTTP request may name in Host without a "
      "token, besides localhost and IP addresses (DNS-rebinding protection)", None),
+    (settings.SERVE_WORKERS, "processes that map spans into an on-disk store (each trace in one); "
+     "0 = one per CPU, at most 4; 1 = in the serve process", settings.DEFAULT_WORKERS),
     (settings.MAX_ATTRIBUTE_BYTES, "largest attribute value in bytes; a span with a larger one is rejected "
      "(partial_success), never truncated", settings.MAX_ATTRIBUTE_BYTES.default),
 )
@@ -85,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
             max_inflight=args.max_inflight, ack_timeout=args.ack_timeout,
             drain_timeout=args.drain_timeout, max_attribute_bytes=args.max_attribute_bytes,
             memory_budget=args.memory_budget, public_without_token=args.public_without_token,
-            allowed_hosts=args.allowed_hosts,
+            allowed_hosts=args.allowed_hosts, workers=args.workers,
         )
         stop = threading.Event()
         _on_signals(stop)
         from ..serve.server import Server  # grpcio, uvicorn: only when serving
+        from ..serve.workers import tune_gc
 
         server = Server(config)
     except (ProvError, OSError) as exc:
@@ -119,20 +121,6 @@ def run(args: argparse.Namespace) -> int:
         ok = server.stop()
         logger.info("otel-prov serve: stopped; %s", json.dumps(server.receiver.health(), sort_keys=True))
     return 0 if ok else 1
-
-
-GC_THRESHOLDS = (50_000, 20, 100)
-"""The garbage collector's thresholds in a serve process (Python's defaults: 700, 10, 10)."""
-
-
-def tune_gc() -> None:
-    """Garbage collection for a serve process (the command's own: a library never does this).
-    Nearly everything the ingest path allocates is freed by reference counting; what lives on is the
-    modules (frozen here: never traversed again) and the mapper's bounded state.  With Python's
-    defaults, collections took ~0.35 s of every 3 s of CPU under ``bench_ingest.py``'s load, holding
-    the GIL; with these, ~0.01 s.  Cyclic garbage is still collected, every 50,000 allocations."""
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _on_signals(stop: threading.Event) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
-from ..mapping.mapper import TraceMapper, Update
+from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.spans import SpanRecord
 from ..model.quads import nquads
 from ..stores.base import AppendStore, WriteStore
@@ -50,11 +50,12 @@ class IngestPipeline:
     """Thread-safe.  Owns the mapper and the writer; closes the store with :meth:`close`."""
 
     def __init__(self, store: WriteStore, profile: str, *, name: str, rescue_dir: Path | None = None,
-                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES) -> None:
+                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
+                 mapper: TraceMapper | None = None) -> None:
         self.store = store
         self.name = name
         """Who runs it (``otel-prov exporter``, ``otel-prov serve``), for log lines."""
-        self.mapper = TraceMapper(profile, max_attribute_bytes=max_attribute_bytes)
+        self.mapper = mapper or TraceMapper(profile, max_attribute_bytes=max_attribute_bytes)
         self.writer: Writer | AppendWriter = (
             AppendWriter(store) if _appends(store) else Writer(store, rescue_dir=rescue_dir))
         self.spans = 0
@@ -77,13 +78,24 @@ class IngestPipeline:
                 raise PipelineClosed(f"{self.name} is shut down")
             update = self.mapper.map(records)
             self.spans += len(records)
-            if update.remove or update.add:
-                try:
-                    self.writer.update(update.remove, nquads(update.add), len(update.add))
-                except NotStored:
-                    self.mapper.unstored(update)
-                    raise
-            return Submitted(self.writer.submitted, update)
+            return self._write(update)
+
+    def apply_conversations(self, ops: Sequence[ConversationOp]) -> Submitted:
+        """Another mapper's conversation changes (:meth:`TraceMapper.apply_conversations`), mapped
+        and handed to the writer like :meth:`submit`'s."""
+        with self._lock:
+            if self._closed:
+                raise PipelineClosed(f"{self.name} is shut down")
+            return self._write(self.mapper.apply_conversations(ops))
+
+    def _write(self, update: Update) -> Submitted:
+        if update.remove or update.add:
+            try:
+                self.writer.update(update.remove, nquads(update.add), len(update.add))
+            except NotStored:
+                self.mapper.unstored(update)
+                raise
+        return Submitted(self.writer.submitted, update)
 
     def unstored(self, update: Update) -> None:
         """``update`` was submitted but its commit is not confirmed (the receiver does not

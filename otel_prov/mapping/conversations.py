@@ -24,6 +24,8 @@ traces: each call stays a lone model call and maps to nothing.
 holds one), so that a conversation's graph is recomputed whatever order and grouping its traces
 arrive in.  Behind ``otel-prov serve`` every trace of a conversation must reach the same receiver
 (one ``serve``, or load balancing that keeps them together): two receivers would each map part of it.
+Within one ``serve``, the mappers of its workers hand their conversation changes to one of them
+(:meth:`~.mapper.TraceMapper.apply_conversations`), which keeps every conversation.
 """
 
 from __future__ import annotations

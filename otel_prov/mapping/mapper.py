@@ -84,6 +84,13 @@ class Update:
     the store before (what :meth:`TraceMapper.unstored` needs if the update never gets there)."""
     rewritten_conversations: dict[tuple[int, int], frozenset[Quad]] = field(default_factory=dict)
     """The same for the chat conversations it rewrites (by their first call)."""
+    conversation_ops: list[ConversationOp] = field(default_factory=list)
+    """With ``TraceMapper(conversations=False)``: how the free model calls of the batch's traces
+    changed, for the mapper that keeps the conversations (:meth:`TraceMapper.apply_conversations`)."""
+
+
+ConversationOp = tuple[int, tuple[SpanView, ...] | None]
+"""``(trace id, its free model calls)``, or ``(trace id, None)``: the trace was forgotten."""
 
 
 @dataclass
@@ -106,7 +113,8 @@ class TraceMapper:
 
     def __init__(self, profile: str, *, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
                  max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES,
-                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES) -> None:
+                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES, conversations: bool = True,
+                 ) -> None:
         self.profile = check_profile(profile)
         self.max_attribute_bytes = max_attribute_bytes
         """A span with a larger attribute value is rejected (:mod:`.limits`)."""
@@ -119,6 +127,12 @@ class TraceMapper:
         self._genai: OrderedDict[int, _TraceState] = OrderedDict()
         self._forgotten: OrderedDict[int, None] = OrderedDict()
         self._conversations = Conversations(max_forgotten=max_traces)
+        self.keeps_conversations = conversations
+        """False: chat conversations (which span traces) are kept by another mapper, which gets
+        this one's :attr:`Update.conversation_ops` (``otel-prov serve``'s workers: each maps a share
+        of the traces, one of them keeps every conversation)."""
+        self._shipped: set[int] = set()
+        """Traces whose free model calls were handed out (without conversations)."""
         self._spans = 0
         self._bytes = 0
         self.forgotten_traces = 0
@@ -172,6 +186,25 @@ class TraceMapper:
                     continue
                 trace.unsure = (trace.unsure or frozenset()) | before | trace.quads
             self._conversations.unstored(update.rewritten_conversations)
+
+    def apply_conversations(self, ops: Iterable[ConversationOp]) -> Update:
+        """Another mapper's :attr:`Update.conversation_ops`, applied to the conversations this one
+        keeps: the update that maps again the conversations they changed."""
+        update = Update()
+        with self._lock:
+            touched: set[tuple[int, int]] = set()
+            try:
+                for trace_id, calls in ops:
+                    if calls is None:
+                        self._conversations.forget(trace_id)
+                    else:
+                        touched |= self._conversations.set_calls(trace_id, calls, update.problems)
+            except Exception:
+                self._mapping_failed(update)
+                return update
+            if touched:
+                self._remap_conversations(touched, update)
+        return update
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -251,7 +284,14 @@ class TraceMapper:
                 self._reject_too_large(trace, result.too_large, update, recs)
                 result = AgentsMapped()
                 trace_mapped(list(trace.nodes.values()), self.profile, result)
-            touched |= self._conversations.set_calls(trace_id, result.free_calls, update.problems)
+            if self.keeps_conversations:
+                touched |= self._conversations.set_calls(trace_id, result.free_calls, update.problems)
+            elif result.free_calls or trace_id in self._shipped:
+                update.conversation_ops.append((trace_id, tuple(result.free_calls)))
+                if result.free_calls:
+                    self._shipped.add(trace_id)
+                else:
+                    self._shipped.discard(trace_id)
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
             self._mapping_failed(update)
             return
@@ -326,7 +366,11 @@ class TraceMapper:
         self._spans -= len(trace.nodes)
         self._bytes -= trace.size
         self.forgotten_traces += 1
-        self._conversations.forget(trace_id)
+        if self.keeps_conversations:
+            self._conversations.forget(trace_id)
+        elif trace_id in self._shipped:
+            self._shipped.discard(trace_id)
+            update.conversation_ops.append((trace_id, None))
         if trace.relevant:
             self._forgotten[trace_id] = None
             while len(self._forgotten) > self.max_traces:

@@ -5,6 +5,7 @@ trace's tree keeps of it; :data:`SpanLike` either."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
@@ -223,13 +224,17 @@ class OtlpSlice:
         return len(self.records) + len(self.rejected)
 
 
-def otlp_slices(resource_spans: Iterable[Any], size: int) -> Iterator[OtlpSlice]:
+def otlp_slices(resource_spans: Iterable[Any], size: int, share: tuple[int, int] | None = None
+                ) -> Iterator[OtlpSlice]:
     """The spans of an ``ExportTraceServiceRequest.resource_spans``, read ``size`` at a time (so a
-    large request is never held as records all at once)."""
+    large request is never held as records all at once).  With ``share=(k, n)``, only the spans of
+    the traces that :func:`trace_share` gives to ``k`` of ``n``."""
     part = OtlpSlice()
     for rs in resource_spans:
         for ss in rs.scope_spans:
             for span in ss.spans:
+                if share is not None and trace_share(span.trace_id, share[1]) != share[0]:
+                    continue
                 try:
                     part.records.append(from_otlp(span, part.problems))
                 except InvalidSpan as exc:
@@ -242,6 +247,12 @@ def otlp_slices(resource_spans: Iterable[Any], size: int) -> Iterator[OtlpSlice]
                     part = OtlpSlice()
     if len(part):
         yield part
+
+
+def trace_share(trace_id: bytes, n: int) -> int:
+    """Which of ``n`` shares the spans of a trace belong to (every span of a trace to the same one;
+    a span without a valid trace id to 0, which rejects it)."""
+    return zlib.crc32(trace_id) % n if len(trace_id) == 16 else 0
 
 
 def records_from_otlp(resource_spans: Sequence[Any]) -> tuple[list[SpanRecord], list[str]]:

@@ -26,11 +26,23 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _VALUE_IRI_SCHEMES = ("http://", "https://", "urn:")
 
 
-@lru_cache(maxsize=4096)
+CACHED_IRI_CHARS = 512
+"""IRIs up to this length are cached (ours: a session's IRIs recur in most of its spans' quads); a
+longer one (a knowledge-graph value from a span, up to the attribute limit) is not kept."""
+
+
 def iri(value: str) -> str:
     """An IRI term.  Characters illegal in an IRI are percent-encoded; a value without a scheme
-    raises :class:`ValueError` (callers pass only IRIs they built).  Cached: a session's IRIs recur
-    in most of its spans' quads."""
+    raises :class:`ValueError` (callers pass only IRIs they built)."""
+    return _cached_iri(value) if len(value) <= CACHED_IRI_CHARS else _iri(value)
+
+
+@lru_cache(maxsize=4096)
+def _cached_iri(value: str) -> str:
+    return _iri(value)
+
+
+def _iri(value: str) -> str:
     if not _SCHEME.match(value):
         raise ValueError(f"not an absolute IRI: {value!r}")
     return "<" + encode_iri_chars(value) + ">"

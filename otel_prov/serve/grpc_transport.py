@@ -88,10 +88,10 @@ class _Handlers:
                 request = decode_protobuf(data, receiver.problems)
             except BadRequest as exc:
                 self._abort(context, receiver.refuse_invalid(exc.kind, exc.detail))
-            del data
             remaining = context.time_remaining()
             deadline = time.monotonic() + remaining if remaining is not None else None
-            outcome = receiver.ingest(request, deadline)
+            outcome = receiver.ingest(request, deadline, body=data)
+            del data, request
             if outcome.answer is not Answer.OK:
                 self._abort(context, outcome)
             response = ExportTraceServiceResponse()

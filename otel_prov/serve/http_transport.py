@@ -131,9 +131,10 @@ class OtlpHttpApp:
                     decoded = await self._blocking(decode_json, body)
                 else:
                     decoded = await self._blocking(decode_protobuf, body, receiver.problems)
+                raw = body if content_type != JSON else None  # the workers read protobuf bytes
                 del body
-                outcome = await self._blocking(receiver.ingest, decoded)
-                del decoded
+                outcome = await self._blocking(receiver.ingest, decoded, None, raw)
+                del decoded, raw
                 return _answer(outcome, encoding)
             finally:
                 receiver.end()

@@ -38,6 +38,7 @@ from ..settings import (
     DEFAULT_MEMORY_BUDGET,
 )
 from ..stores import WriteStore
+from .workers import CLOSED, TOO_SLOW, WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -169,9 +170,10 @@ class Receiver:
 
     def __init__(
         self,
-        store: WriteStore,
+        store: WriteStore | None,
         profile: str,
         *,
+        pool: WorkerPool | None = None,
         token: str | None = None,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
@@ -189,9 +191,16 @@ class Receiver:
         self._max_inflight = max_inflight
         self._max_pending_bytes = max_pending_bytes
         self._ack_timeout = ack_timeout
-        self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
-                                        max_attribute_bytes=max_attribute_bytes)
-        self._writer = self._pipeline.writer
+        self._pool = pool
+        """The mapping workers (``--workers N``), or None: mapping in this process."""
+        self._pipeline: IngestPipeline | None = None
+        if pool is None:
+            if store is None:
+                raise ValueError("a receiver needs a store or a worker pool")
+            self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
+                                            max_attribute_bytes=max_attribute_bytes)
+        self._writer: Any = pool if pool is not None else self._pipeline.writer  # type: ignore[union-attr]
+        """What the receiver reads of the store's state (``failing``, ``pending_bytes``, ...)."""
         self.problems = ProblemLog(logger, "otel-prov serve")
         self.stats = ReceiverStats()
         self._cv = threading.Condition()
@@ -260,18 +269,23 @@ class Receiver:
         self._refused("request refused: shutting down")
         return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
 
-    def ingest(self, request: Any, deadline: float | None = None) -> Outcome:
+    def ingest(self, request: Any, deadline: float | None = None, body: bytes | None = None) -> Outcome:
         """Map and store one request; returns after its quads are committed, or with a refusal.
 
         ``deadline`` (``time.monotonic()`` seconds) shortens the wait for the commit (a client's
         gRPC deadline); the default is the receiver's ack timeout.  ``request`` is an
-        ``ExportTraceServiceRequest``, or one read shallow (:mod:`otel_prov.mapping.otlp`).
+        ``ExportTraceServiceRequest``, or one read shallow (:mod:`otel_prov.mapping.otlp`);
+        ``body``, its protobuf bytes if the transport has them (the workers read those).
         """
         refusal = self._admit()
         if refusal is not None:
             return refusal
         try:
-            return self._ingest(request, deadline)
+            if self._pipeline is not None:
+                return self._ingest(self._pipeline, request, deadline)
+            if self._pool is not None:
+                return self._ingest_pool(self._pool, request, body, deadline)
+            raise RuntimeError("a receiver without a store")
         except NotStored as exc:  # the store refused it (a full disk): nothing of it is kept
             self._refused_inflight("store failing")
             return _unavailable(f"the store is failing ({exc}); retry later", RETRY_STORE_SECONDS)
@@ -304,7 +318,7 @@ class Receiver:
         self.problems.report([f"request refused: {kind}"])
         return outcome
 
-    def _ingest(self, request: Any, deadline: float | None) -> Outcome:
+    def _ingest(self, pipeline: IngestPipeline, request: Any, deadline: float | None) -> Outcome:
         """Read, map and submit the request a slice at a time (:data:`SLICE_SPANS` spans): a large
         request never holds all its spans as records at once, and it takes its turn at the mapping
         slice by slice, in arrival order with the other requests, so it cannot starve them."""
@@ -321,7 +335,7 @@ class Receiver:
                     part = next(slices, None)
                     if part is None:
                         break
-                    submitted = self._pipeline.submit(part.records)
+                    submitted = pipeline.submit(part.records)
             except WriterFull:
                 self._refused_inflight("the store is not keeping up")
                 return _unavailable("the store is not keeping up; retry", RETRY_BUSY_SECONDS)
@@ -349,8 +363,31 @@ class Receiver:
         failure = self._await(seq, deadline)
         if failure is not None:
             for update in updates:  # the client's retry must write their traces whole
-                self._pipeline.unstored(update)
+                pipeline.unstored(update)
             return failure
+        return self._acknowledged(accepted, rejected, first_rejected, added)
+
+    def _ingest_pool(self, pool: WorkerPool, request: Any, body: bytes | None,
+                     deadline: float | None) -> Outcome:
+        """The workers map and store the request (:mod:`.workers`); answered once every part is
+        durable."""
+        if body is None:
+            body = bytes(request.SerializeToString())
+        limit = time.monotonic() + self._ack_timeout
+        if deadline is not None:
+            limit = min(limit, deadline)
+        result = pool.ingest(body, limit)
+        if result.problems:
+            self.problems.report(result.problems.elements())
+        if result.failure is not None:
+            kind, message = result.failure
+            self._refused_inflight(kind)
+            delay = (RETRY_BUSY_SECONDS if kind == TOO_SLOW else
+                     RETRY_DRAINING_SECONDS if kind == CLOSED else RETRY_STORE_SECONDS)
+            return _unavailable(message, delay)
+        return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added)
+
+    def _acknowledged(self, accepted: int, rejected: int, first_rejected: str, added: int) -> Outcome:
         with self._cv:
             self.stats.acknowledged_requests += 1
             self.stats.spans_acknowledged += accepted
@@ -439,4 +476,6 @@ class Receiver:
                 return True
             self._closed = True
             self._draining = True
-        return self._pipeline.close(CLOSE_TIMEOUT)
+        if self._pipeline is not None:
+            return self._pipeline.close(CLOSE_TIMEOUT)
+        return self._pool.close(CLOSE_TIMEOUT) if self._pool is not None else True

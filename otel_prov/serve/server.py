@@ -11,14 +11,23 @@ from .grpc_transport import GrpcTransport
 from .http_server import HttpLimits
 from .http_transport import HttpTransport
 from .receiver import Receiver
+from .workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 
 
 def open_receiver(settings: ServeSettings) -> Receiver:
+    """The receiver of ``settings``: with mapping workers (``--workers N``) on an on-disk store,
+    else mapping in this process."""
+    pool = None
+    if settings.mapping_workers > 1:
+        pool = WorkerPool(settings.store, settings.profile, settings.mapping_workers,
+                          max_attribute_bytes=settings.max_attribute_bytes,
+                          log_level=logging.getLevelName(logging.getLogger("otel_prov").getEffectiveLevel()))
     return Receiver(
-        open_for_writing(settings.store),
+        open_for_writing(settings.store) if pool is None else None,
         settings.profile,
+        pool=pool,
         token=settings.token,
         max_inflight=settings.max_inflight,
         max_pending_bytes=settings.max_pending_bytes,

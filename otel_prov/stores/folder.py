@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import segments as seg
@@ -43,12 +44,10 @@ AGAIN = 3
 def start(store: Path, lock_fd: int) -> subprocess.Popen[bytes] | None:
     """Start a folder for ``store``, handing it the index lock held on ``lock_fd``; None if no
     Python interpreter can be started from this process (then the caller folds)."""
-    python = _interpreter()
+    python = interpreter()
     if python is None:
         return None
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env = folder_environment(os.environ, str(Path(__file__).resolve().parents[2]))
     try:
         proc = subprocess.Popen(
             [python, "-m", "otel_prov.stores.folder", str(store), str(lock_fd)],
@@ -62,7 +61,23 @@ def start(store: Path, lock_fd: int) -> subprocess.Popen[bytes] | None:
     return proc
 
 
-def _interpreter() -> str | None:
+def folder_environment(environ: Mapping[str, str], package_root: str) -> dict[str, str]:
+    """The folder's environment: the application's, without what would make the folder run the
+    application's telemetry -- the ``OTEL_*`` settings (our own ``OTEL_PROV_*`` kept) and
+    ``opentelemetry-instrument``'s ``sitecustomize`` directory on ``PYTHONPATH`` (the folder would
+    configure the SDK, every instrumentor and a ``prov`` exporter of its own on the store it folds)."""
+    env = {k: v for k, v in environ.items() if not k.startswith("OTEL_") or k.startswith("OTEL_PROV_")}
+    paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and not _is_auto_instrumentation(p)]
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *paths])
+    return env
+
+
+def _is_auto_instrumentation(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "sitecustomize.py")) and "auto_instrumentation" in path
+
+
+def interpreter() -> str | None:
     """This process's Python interpreter, if it is one (not a frozen application, nor a server
     embedding Python, whose ``sys.executable`` would start the application itself)."""
     executable = sys.executable
@@ -74,7 +89,7 @@ def _interpreter() -> str | None:
 
 def fold_with_lock(store: Path, lock_fd: int) -> int:
     """Open the index (waiting for it to be free), fold everything, close it; the records folded."""
-    from .indexer import Indexer
+    from .indexer import FOLD_BYTES, Indexer
     from .oxigraph import Locked, OxigraphStore
 
     deadline = time.monotonic() + OPEN_TIMEOUT
@@ -87,7 +102,16 @@ def fold_with_lock(store: Path, lock_fd: int) -> int:
                 raise
             time.sleep(0.01)
     try:
-        return Indexer(store, index, side_by_side=True).fold_all()
+        # What was left when it started, not what live writers append meanwhile (their indexers
+        # fold that): each round folds about FOLD_BYTES.
+        rounds = seg.unfolded_bytes(seg.segments_dir(store)) // FOLD_BYTES + 2
+        indexer, total = Indexer(store, index, side_by_side=True), 0
+        for _ in range(rounds):
+            folded = indexer.fold_round()
+            if folded < 0:
+                break
+            total += folded
+        return total
     finally:
         index.close()
         os.close(lock_fd)

@@ -34,6 +34,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from itertools import groupby
 from pathlib import Path
@@ -221,7 +222,10 @@ class IndexerService:
         enough left to be worth a process, or none can be started (the caller folds)."""
         try:
             if not self.lock.held and not self.take():
-                return True  # another process indexes: it folds what is left
+                # Another process indexes: it folds what is left.  The background thread may take
+                # the index after all (that process letting go meanwhile): it gives it up as it stops.
+                self._release_on_stop = True
+                return True
             if seg.unfolded_bytes(seg.segments_dir(self.path)) < HAND_OVER_BYTES:
                 return False
             fd = self.lock.duplicate()
@@ -283,6 +287,7 @@ class LoggedStore:
         self._pid = os.getpid()
         self._fork_lock = threading.Lock()
         self._inherited = False
+        _OPEN.add(self)
         self.hand_over_fold = False
         """Whether :meth:`close` hands a large fold to a background process (the SDK exporter: an
         application's ``shutdown()`` then returns once its spans are durable)."""
@@ -373,6 +378,7 @@ class LoggedStore:
             return store.to_dataset()
 
     def _reader(self) -> _Closing:
+        self._own()
         self.log.sync()
         if self.service.index is not None:
             self.service.fold()
@@ -380,6 +386,24 @@ class LoggedStore:
 
 
 _KEPT: list[Any] = []
+
+_OPEN: weakref.WeakSet[LoggedStore] = weakref.WeakSet()
+"""The stores open in this process, let go of in a child at the fork (:func:`_after_fork`)."""
+
+
+def _after_fork() -> None:
+    """In a forked child, at once: close its copies of every open store's descriptors (segment,
+    index lock), so a child that never uses the store -- a ``multiprocessing`` helper, an idle
+    worker -- does not hold the parent's locks after the parent lets go of them.  Nothing here takes
+    a lock or writes (:meth:`LoggedStore._let_go`); a child that uses the store opens its own."""
+    try:
+        for store in list(_OPEN):
+            store._let_go()
+    except Exception as exc:  # never fail a fork; the child lets go on first use instead
+        logger.debug("otel-prov: letting the parent's stores go in a forked child: %s", exc)
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _keep_for_ever(obj: Any) -> None:

@@ -1,0 +1,188 @@
+"""The ``otel-prov`` command: list, show, export and query the explainability graph; run the demo;
+serve OTLP; serve the web view.
+
+Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
+exporter's default store); the reading ones (:mod:`.read`: list, show, export, query) never create
+one.  Errors are one line on stderr, never a traceback; the exit status is 1 when an operation
+failed, 2 for a usage error or a bad value (argparse's, a ConfigError, a missing input), 130 when
+interrupted (:data:`.common.EXIT_USAGE` and the others).
+Each subcommand is a module here that registers itself in :func:`build_parser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import settings
+from ..errors import ConfigError, ProvError
+from ..model.vocab import GRAPH_RETRIEVAL
+from ..read.model import TYPES, TraceNotFound
+from ..render import LIST_FORMATS, TRACE_FORMATS
+from ..render.rdf import EXPORT_FORMATS
+from ..render.results import RESULT_FORMATS
+from . import serve, ui
+from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, CliError
+from .read import DEFAULT_QUERY_TIMEOUT, EXPORT_SUFFIXES, cmd_export, cmd_list, cmd_query, cmd_show
+
+_STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
+               f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store, the exporter's default)")
+_COLLECTION_HELP = f"only sessions of this collection ({settings.COLLECTION.env}; default: all)"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo  # imports the examples (rdflib parsing) only when asked
+
+    return run_demo(args)
+
+
+def _common(parser: argparse.ArgumentParser, *, collection: bool = False) -> None:
+    parser.add_argument("--store", help=_STORE_HELP)
+    if collection:
+        parser.add_argument("--collection", help=_COLLECTION_HELP)
+
+
+def _add(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_: str,
+         description: str = "", epilog: str = "") -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_, description=description or help_, epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def _formats(names: Sequence[str]) -> dict[str, Any]:
+    """``choices`` and ``default`` of a ``--format`` flag: the registry's names, the first by default."""
+    return {"choices": tuple(names), "default": names[0], "help": f"default: {names[0]}"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="List, show, export and query the explainability graph (W3C PROV-O) that "
+                    "otel-prov records from OpenTelemetry spans; 'otel-prov demo' runs the examples.",
+        epilog=f"Environment: {settings.STORE.env}, {settings.COLLECTION.env}, {settings.JAEGER_URL.env}, "
+               f"{settings.PROFILE.env}.",
+    )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = _add(sub, "list", cmd_list, "list the recorded sessions, newest first",
+             "List the recorded sessions (agent sessions, GraphRAG and DocRAG queries), newest first.\n"
+             "Sub-traces (a RAG query run by an agent's tool) are shown by 'show', not listed here.")
+    _common(p, collection=True)
+    p.add_argument("--type", choices=sorted(TYPES), help="only sessions of this type")
+    p.add_argument("--limit", type=_positive, metavar="N", help="at most N sessions")
+    p.add_argument("--format", **_formats(list(LIST_FORMATS)))
+
+    p = _add(sub, "show", cmd_show, "show one trace: question, steps, answer",
+             "Show one trace, given the IRI of its Question (or of any of its steps).\n"
+             "text: TrustGraph's layout, with thoughts, sub-traces, unknown steps and the status;\n"
+             "json: the same as data; turtle: its triples; dot / svg: its provenance graph.",
+             epilog=f"example: {PROG} show urn:trustgraph:agent:UUID --format svg --output trace.svg")
+    p.add_argument("iri", help="the IRI of a Question (see 'otel-prov list') or of one of its steps")
+    _common(p)
+    p.add_argument("--format", **_formats(list(TRACE_FORMATS)))
+    p.add_argument("--jaeger-url", help=f"Jaeger UI base URL, to print the trace's link "
+                   f"({settings.JAEGER_URL.env}; e.g. http://localhost:16686)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = _add(sub, "export", cmd_export, "export the graph (or some sessions) as RDF",
+             f"Export the explainability graph <{GRAPH_RETRIEVAL}> as RDF: everything, the sessions of\n"
+             "one collection, or the given sessions (with their sub-traces).  Progress is shown on\n"
+             "stderr for long exports when it is a terminal.")
+    _common(p, collection=True)
+    p.add_argument("--session", action="append", metavar="IRI",
+                   help="only this session (its IRI, or its trace id; repeatable)")
+    suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
+    p.add_argument("--format", choices=tuple(EXPORT_FORMATS),
+                   help=f"default: from --output's suffix ({suffixes}), else {next(iter(EXPORT_FORMATS))}")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = _add(sub, "query", cmd_query, "run a SPARQL query over the store",
+             "Run a SPARQL query.  The prefixes tg:, prov:, otelprov:, rdf:, rdfs: and xsd: are\n"
+             "predeclared, and the default graph is the union of all graphs (or use\n"
+             f"GRAPH <{GRAPH_RETRIEVAL}> {{ ... }}).",
+             epilog=f"example: {PROG} query 'SELECT ?q ?text WHERE {{ ?q tg:query ?text }}'")
+    p.add_argument("sparql", nargs="?", help="the query text")
+    _common(p)
+    p.add_argument("--file", "-f", metavar="FILE", help="read the query from FILE ('-': stdin)")
+    p.add_argument("--format", choices=RESULT_FORMATS, default=RESULT_FORMATS[0],
+                   help="default: table (CONSTRUCT gives Turtle, or N-Triples with json/csv)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--timeout", type=_seconds, default=DEFAULT_QUERY_TIMEOUT, metavar="SECONDS",
+                   help=f"give up after SECONDS (default {DEFAULT_QUERY_TIMEOUT:g}); Ctrl-C stops it at once")
+    p.add_argument("--allow-service", action="store_true",
+                   help="let SERVICE send queries to other servers over the network (refused otherwise)")
+
+    p = _add(sub, "demo", cmd_demo, "run the example agents and show what they recorded",
+             "Run the three example flows (a ReAct agent with a calculator, a knowledge-graph lookup\n"
+             "and a document search; a GraphRAG query; a document-RAG query) with the otel-prov\n"
+             "exporter writing to the store, then print 'list' and 'show' for what they wrote.\n"
+             "The agent's policy is deterministic and offline unless OTEL_PROV_EXAMPLE_MODEL names\n"
+             "a model of an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")
+    p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path, 'memory:' or http(s)://... "
+                   f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store)")
+    p.add_argument("--collection", help=f"collection the sessions are recorded in "
+                   f"({settings.COLLECTION.env}; default 'default')")
+    p.add_argument("--profile",
+                   help=f"mapping profile: {serve.PROFILE_CHOICES} ({settings.PROFILE.env}; default seed)")
+    p.add_argument("--jaeger-url",
+                   help=f"Jaeger UI base URL for the trace links ({settings.JAEGER_URL.env})")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the list, not each trace")
+    p.add_argument("--otlp", nargs="?", const="", metavar="ENDPOINT",
+                   help="also send the spans over OTLP/gRPC, e.g. to Jaeger (default endpoint: "
+                        "OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4317)")
+    p.add_argument("--ui", action="store_true",
+                   help="then serve the web view of the store (as 'otel-prov ui'; Ctrl-C stops)")
+    ui.add_flags(p, shared=False)
+
+    serve.add_parser(sub)
+    ui.add_parser(sub)
+    return parser
+
+
+def _at_least(kind: Callable[[str], Any], low: float, *, strictly: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a number (``int`` or ``float``) at least (or more than) ``low``."""
+
+    def read(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < low or (strictly and value == low):
+            raise argparse.ArgumentTypeError(f"must be {'more than' if strictly else 'at least'} {low:g}: "
+                                             f"{text}")
+        return value
+
+    return read
+
+
+_seconds = _at_least(float, 0, strictly=True)
+_positive = _at_least(int, 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (CliError, ProvError, TraceNotFound) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        if isinstance(exc, ConfigError):  # a bad value of a flag or a variable: a usage error
+            return EXIT_USAGE
+        return exc.status if isinstance(exc, CliError) else EXIT_FAILED
+    except BrokenPipeError:  # `otel-prov export | head`
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
