@@ -40,7 +40,7 @@ if [ $# -gt 0 ]; then ONLY=("$@"); else ONLY=('otel_prov/model/*' 'otel_prov/map
 
 # The tests that exercise the mapping without servers or subprocesses (test_exact's serve test, which
 # starts otel-prov serve, is left out: a subprocess would import the unmutated package).
-TESTS=(tests/test_exact.py tests/test_golden.py tests/test_structure.py tests/test_model.py
+TESTS=(tests/test_exact.py tests/test_golden.py tests/test_structure.py tests/test_model.py tests/test_flows.py
        tests/test_mapper_bounds.py tests/test_readers.py tests/test_dialect_readers.py tests/test_genai.py
        tests/test_dialects.py tests/test_strict.py tests/test_trustgraph_vocab.py)
 if [ -n "${MUTATION_TESTS:-}" ]; then read -r -a TESTS <<< "$MUTATION_TESTS"; fi

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import Phase, settings
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -17,6 +18,13 @@ from otel_prov.settings import ENV_VARS
 INTEROP_SPANS = "OTEL_PROV_TESTS_INTEROP_SPANS"
 """A directory where the real-instrumentation scenarios' spans are kept between test runs (set by
 scripts/mutation.sh, which runs the tests once per mutant); unset, each test session runs them."""
+
+if os.environ.get("HYPOTHESIS_PROFILE") == "mutation":
+    # scripts/mutation.sh runs the tests once per mutant: a failing example is enough to kill it, so
+    # hypothesis neither shrinks nor explains it (which took up to a minute a mutant), and keeps no
+    # database between the forked runs.
+    settings.register_profile("mutation", phases=[Phase.explicit, Phase.generate], database=None)
+    settings.load_profile("mutation")
 
 if TYPE_CHECKING:
     from tests.interop.runner import Captured

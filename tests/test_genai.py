@@ -902,20 +902,24 @@ def test_openllmetry_decorators_entity_input_and_output() -> None:
     assert objects(ds, "https://w3id.org/otel-prov/ns#agentName") == {"planner"}
 
 
+def chat_call(n: int, requests: list[str], results: list[str]) -> list[SpanRecord]:
+    """A model call outside any agent, alone in trace ``TRACE_ID + n`` at ``10 n`` ms for 5 ms: it
+    requests the tool calls ``requests`` and carries the results of ``results``."""
+    output = [text(f"thinking {n}")] + [{"type": "tool_call", "id": r, "name": "look", "arguments": {}}
+                                       for r in requests]
+    inputs = [("user", [text("the question")])]
+    inputs += [("tool", [{"type": "tool_call_response", "id": r, "response": f"seen {r}"}])
+               for r in results]
+    return [from_sdk(s) for s in make(S("chat m", 10 * n, 10 * n + 5, {
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": messages(*inputs),
+        "gen_ai.output.messages": messages(("assistant", output))}, kind=SpanKind.CLIENT),
+        trace_id=TRACE_ID + n)]
+
+
 def test_a_conversation_update_that_never_reached_the_store_is_rewritten_whole() -> None:
     """An update may not reach the store (``TraceMapper.unstored``): the next mapping of the
     conversation it rewrote -- the retried request -- says everything, so the store ends right."""
-    def call(n: int, requests: list[str], results: list[str]) -> list[SpanRecord]:
-        output = [text(f"thinking {n}")] + [{"type": "tool_call", "id": r, "name": "look", "arguments": {}}
-                                           for r in requests]
-        inputs = [("user", [text("the question")])]
-        inputs += [("tool", [{"type": "tool_call_response", "id": r, "response": f"seen {r}"}])
-                   for r in results]
-        return [from_sdk(s) for s in make(S("chat m", 10 * n, 10 * n + 5, {
-            "gen_ai.operation.name": "chat", "gen_ai.input.messages": messages(*inputs),
-            "gen_ai.output.messages": messages(("assistant", output))}, kind=SpanKind.CLIENT),
-            trace_id=TRACE_ID + n)]
-    traces = [call(0, ["c1"], []), call(1, ["c2"], ["c1"]), call(2, [], ["c2"])]
+    traces = [chat_call(0, ["c1"], []), chat_call(1, ["c2"], ["c1"]), chat_call(2, [], ["c2"])]
     whole = set(TraceMapper("seed").map([s for t in traces for s in t]).add)
     mapper, store = TraceMapper("seed"), set()
 
@@ -930,3 +934,29 @@ def test_a_conversation_update_that_never_reached_the_store_is_rewritten_whole()
     apply(mapper.map(traces[1]))  # the retry
     apply(mapper.map(traces[2]))
     assert store == whole
+
+
+def test_a_conversation_in_the_strict_profile_at_its_times() -> None:
+    """Model calls outside any agent tied by their tool calls, strict profile: each step is generated
+    when its tool's result came back (the start of the call that carried it), the session ends with
+    the last call, and the question is a prov:Entity."""
+    calls = chat_call(0, ["c1"], []) + chat_call(1, ["c2"], ["c1"]) + chat_call(2, [], ["c2"])
+    quads = TraceMapper("strict").map(calls).add
+    prov, dt = "http://www.w3.org/ns/prov#", "^^<http://www.w3.org/2001/XMLSchema#dateTime>"
+    question = next(s for s, _, o, _ in quads if o == "<https://trustgraph.ai/ns/AgentQuestion>")
+    assert (question, "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", f"<{prov}Entity>") in {
+        q[:3] for q in quads}
+    times = {(s[len(question) - 1:-1], p[len(prov) + 1:-1]): o  # {question}{suffix}: the suffix
+             for s, p, o, _ in quads if p.startswith(f"<{prov}") and p.endswith("Time>")}
+    assert times == {
+        ("", "generatedAtTime"): f'"2026-11-30T10:00:00Z"{dt}',
+        ("/session", "startedAtTime"): f'"2026-11-30T10:00:00Z"{dt}',
+        ("/session", "endedAtTime"): f'"2026-11-30T10:00:00.025Z"{dt}',
+        ("/i1/activity", "startedAtTime"): f'"2026-11-30T10:00:00Z"{dt}',
+        ("/i1/activity", "endedAtTime"): f'"2026-11-30T10:00:00.01Z"{dt}',
+        ("/i1", "generatedAtTime"): f'"2026-11-30T10:00:00.01Z"{dt}',
+        ("/i2/activity", "startedAtTime"): f'"2026-11-30T10:00:00.01Z"{dt}',
+        ("/i2/activity", "endedAtTime"): f'"2026-11-30T10:00:00.02Z"{dt}',
+        ("/i2", "generatedAtTime"): f'"2026-11-30T10:00:00.02Z"{dt}',
+        ("/final", "generatedAtTime"): f'"2026-11-30T10:00:00.025Z"{dt}',
+    }

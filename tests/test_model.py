@@ -89,7 +89,8 @@ def test_a_segment_encodes_all_but_unreserved_characters() -> None:
 def test_iris_from_spans_are_checked_whole() -> None:
     assert terms.checked_iri("http://ex.org/a b") == "<http://ex.org/a%20b>"
     assert terms.checked_iri("urn:trustgraph:agent:x/i1") == "<urn:trustgraph:agent:x/i1>"
-    for bad in ("http://ex.org/%zz", "http://a#b#c", "http://[bad"):
+    assert terms.checked_iri("x:y") == "<x:y>"  # a one-letter scheme: the whole IRI is checked
+    for bad in ("http://ex.org/%zz", "http://a#b#c", "http://[bad", "http://ex.org/a%"):
         with pytest.raises(ValueError):
             terms.checked_iri(bad)
 
@@ -174,6 +175,7 @@ def test_the_parsers_read_back_what_the_builders_make() -> None:
     assert iris.edge_index("urn:trustgraph:prov:edge:u:3") == 3
     assert iris.edge_index("urn:trustgraph:prov:edge:u:13") == 13
     assert iris.edge_index("urn:trustgraph:prov:edge:u:x") is None
+    assert iris.edge_index("edge") is None  # no colon at all
 
 
 # -- profiles, vocabulary, quads ------------------------------------------------------------------------
