@@ -960,3 +960,81 @@ def test_a_conversation_in_the_strict_profile_at_its_times() -> None:
         ("/i2", "generatedAtTime"): f'"2026-11-30T10:00:00.02Z"{dt}',
         ("/final", "generatedAtTime"): f'"2026-11-30T10:00:00.025Z"{dt}',
     }
+
+
+# -- an OpenInference RAG chain (a chain that retrieves and calls no tools): a DocRAG session -------------
+
+D = "urn:trustgraph:docrag:4bf92f35-77b3-4da6-a3ce-929d0e0e4736"
+OI = "openinference.span.kind"
+
+
+def oi_llm(name: str, start: int, end: int, content: str) -> S:
+    return S(name, start, end, {OI: "LLM", "llm.output_messages.0.message.role": "assistant",
+                                "llm.output_messages.0.message.content": content}, kind=SpanKind.CLIENT)
+
+
+def rag_chain(chain: dict[str, str], calls: bool = True) -> S:
+    """CHAIN (span 1) -> RETRIEVER (2), and (``calls``) model calls: one that ends before the
+    retrieval does (3), one that starts as it ends (4), one after that (5)."""
+    return S("RetrievalQA", 0, 100, {OI: "CHAIN", **chain}, [
+        S("retrieve", 5, 20, {OI: "RETRIEVER", "input.value": "PROV-O definition",
+                              "retrieval.documents.0.document.id": "doc-a",
+                              "retrieval.documents.1.document.id": "doc-b"}),
+        *([oi_llm("early", 3, 4, "Too early."), oi_llm("llm", 20, 90, "From the LLM."),
+           oi_llm("later", 91, 95, "Later.")] if calls else []),
+    ])
+
+
+RAG_CHAIN_SEED = f"""
+<{D}> a prov:Activity, tg:Question, tg:DocRagQuestion ;
+    tg:query "What is PROV-O?" ; prov:startedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{D}/exploration> a prov:Entity, tg:Exploration ;
+    tg:selectedChunk "doc-a", "doc-b" ; tg:chunkCount 2 ;
+    prov:wasGeneratedBy <{D}> ; {TID} ; {sid(2)} .
+<{D}/synthesis> a prov:Entity, tg:Synthesis ;
+    tg:content "An ontology of provenance." ;
+    prov:wasDerivedFrom <{D}/exploration> ; {TID} ; {sid(1)} .
+"""
+
+RAG_CHAIN_STRICT = f"""
+<{D}> a prov:Entity, tg:Question, tg:DocRagQuestion ;
+    tg:query "PROV-O definition" ; prov:generatedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{D}/session> a prov:Activity ; prov:used <{D}> ;
+    prov:startedAtTime {t(0)} ; prov:endedAtTime {t(100)} ; {TID} ; {sid(1)} .
+<{D}/exploration> a prov:Entity, tg:Exploration ;
+    tg:selectedChunk "doc-a", "doc-b" ; tg:chunkCount 2 ;
+    prov:wasDerivedFrom <{D}> ; prov:wasGeneratedBy <{D}/exploration/activity> ;
+    prov:generatedAtTime {t(20)} ; {TID} ; {sid(2)} .
+<{D}/exploration/activity> a prov:Activity ; prov:used <{D}> ;
+    prov:startedAtTime {t(5)} ; prov:endedAtTime {t(20)} ; {TID} ; {sid(2)} .
+<{D}/synthesis> a prov:Entity, tg:Synthesis ;
+    tg:content "From the LLM." ;
+    prov:wasDerivedFrom <{D}/exploration> ; prov:wasGeneratedBy <{D}/synthesis/activity> ;
+    prov:generatedAtTime {t(90)} ; {TID} ; {sid(4)} .
+<{D}/synthesis/activity> a prov:Activity ; prov:used <{D}/exploration> ;
+    prov:startedAtTime {t(20)} ; prov:endedAtTime {t(90)} ; {TID} ; {sid(4)} .
+"""
+
+
+def test_a_rag_chain_is_a_docrag_session_with_the_chains_question_and_answer() -> None:
+    """The chain's own question (not its retrieval's query) and answer; its retrieval the Exploration."""
+    spans = make(rag_chain({"input.value": "What is PROV-O?", "output.value": "An ontology of provenance."}))
+    assert_isomorphic(trig(RAG_CHAIN_SEED), spans_to_dataset(spans))
+    assert map_agent_traces([from_sdk(s) for s in spans], "seed").mapped == 3
+
+
+def test_a_rag_chain_without_its_own_text_in_the_strict_profile() -> None:
+    """No question or answer on the chain: the query is the retrieval's, the synthesis is the first
+    model call that starts once the retrieval ended (its span, its times)."""
+    spans = make(rag_chain({}))
+    assert_isomorphic(trig(RAG_CHAIN_STRICT), spans_to_dataset(spans, profile="strict"))
+
+
+def test_a_rag_chain_that_ended_without_an_answer_marks_the_synthesis_not_captured() -> None:
+    ds = spans_to_dataset(make(rag_chain({}, calls=False)))
+    assert objects(ds, "https://trustgraph.ai/ns/content") == {""}
+    assert {(str(s), str(o)) for s, _, o, _ in ds.quads(
+        (None, rdflib.URIRef("https://w3id.org/otel-prov/ns#notCaptured"), None, None))} == {
+        (f"{D}/synthesis", "content")}
