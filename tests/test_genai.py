@@ -1038,3 +1038,85 @@ def test_a_rag_chain_that_ended_without_an_answer_marks_the_synthesis_not_captur
     assert {(str(s), str(o)) for s, _, o, _ in ds.quads(
         (None, rdflib.URIRef("https://w3id.org/otel-prov/ns#notCaptured"), None, None))} == {
         (f"{D}/synthesis", "content")}
+
+
+# -- hand-offs, the trace's owner, the last model call as the answer ------------------------------------
+
+OA = {"gen_ai.agent.description": "OpenAI Agents instrumentation"}
+
+
+def oa_agent(name: str, start: int, end: int, children: list[S], attrs: dict[str, str]) -> S:
+    return S(f"invoke_agent {name}", start, end,
+             {**OA, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attrs}, children)
+
+
+def handoff_trace(to: str) -> S:
+    """openai-agents-v2: a workflow whose entry agent Triage asks for ``transfer_to_billing`` and
+    hands off (an ``agent_handoff`` span) to the agent ``to``, its sibling."""
+    call = {"type": "tool_call", "id": "call_9", "name": "transfer_to_billing", "arguments": "{}"}
+    return S("Agent workflow", 0, 100, {"gen_ai.operation.name": "invoke_agent"}, [
+        oa_agent("Triage", 1, 40, [
+            S("chat gpt-4o", 2, 10, {**OA, "gen_ai.operation.name": "chat",
+                                     "gen_ai.output.messages": messages(("assistant", [call]))},
+              kind=SpanKind.CLIENT),
+            S("agent_handoff", 11, 12, {**OA, "gen_ai.operation.name": "agent_handoff",
+                                        "gen_ai.handoff.from_agent": "Triage",
+                                        "gen_ai.handoff.to_agent": to}),
+        ], {"gen_ai.input.messages": messages(("user", [text("Refund my order")]))}),
+        oa_agent(to, 41, 99, [],
+                 {"gen_ai.output.messages": messages(("assistant", [text("Refund issued.")]))}),
+    ])
+
+
+def test_a_handoff_is_a_step_and_in_strict_a_delegation_between_two_agents() -> None:
+    """The agent handed off to derives from the hand-off step (its action the requested
+    ``transfer_to_*`` call, its observation the target); strict adds prov:actedOnBehalfOf, from the
+    agent handed off to to the one handing off -- not when an agent hands off to itself."""
+    acted = rdflib.URIRef("http://www.w3.org/ns/prov#actedOnBehalfOf")
+    derived = rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom")
+    billing = nested(TRACE_ID, 5)
+    seed = spans_to_dataset(make(handoff_trace("Billing")))
+    assert objects(seed, "https://trustgraph.ai/ns/action") == {"transfer_to_billing"}
+    assert objects(seed, "https://trustgraph.ai/ns/observation") == {"Billing"}
+    assert (rdflib.URIRef(billing), derived, rdflib.URIRef(f"{U}/i1")) in {q[:3] for q in seed.quads()}
+    assert not set(seed.quads((None, acted, None, None)))
+    strict = spans_to_dataset(make(handoff_trace("Billing")), "strict")
+    assert {(str(s), str(o)) for s, _, o, _ in strict.quads((None, acted, None, None))} == {
+        ("urn:otel-prov:agent:Billing", "urn:otel-prov:agent:Triage")}
+    itself = spans_to_dataset(make(handoff_trace("Triage")), "strict")
+    assert not set(itself.quads((None, acted, None, None)))
+
+
+def test_of_sibling_agents_the_earlier_start_owns_the_trace_id_whatever_the_span_ids() -> None:
+    """The trace's owner is the run that starts first, not the one with the smaller span id."""
+    def agent(name: str, start: int, end: int) -> S:
+        return S(f"invoke_agent {name}", start, end, {"gen_ai.operation.name": "invoke_agent",
+                                                      "input.value": f"to {name}", "output.value": name})
+    # Span 2 is B (starts at 41), span 3 is A (starts at 1).
+    ds = spans_to_dataset(make(S("Agent workflow", 0, 100, {}, [agent("B", 41, 99), agent("A", 1, 40)])))
+    query = rdflib.URIRef("https://trustgraph.ai/ns/query")
+    assert {(str(s), str(o)) for s, _, o, _ in ds.quads((None, query, None, None))} == {
+        (U, "to A"), (nested(TRACE_ID, 2), "to B")}
+
+
+def test_the_last_model_call_is_the_answer_only_if_it_requested_nothing_and_came_after_every_tool() -> None:
+    """An agent without its own output: its last model call's text is the answer only when that call
+    requested no tool and no tool started after it; otherwise the answer is not captured."""
+    def run(last_requests: bool, tool_at: int) -> rdflib.Dataset:
+        output: list[dict[str, str]] = [text("Done.")]
+        if last_requests:
+            output.append({"type": "tool_call", "id": "c2", "name": "t", "arguments": "{}"})
+        return spans_to_dataset(make(S("invoke_agent a", 0, 100, {
+            "gen_ai.operation.name": "invoke_agent", "input.value": "q?"}, [
+            S("chat m", 50, 60, {"gen_ai.operation.name": "chat",
+                                 "gen_ai.output.messages": messages(("assistant", output))},
+              kind=SpanKind.CLIENT),
+            S("execute_tool t", tool_at, tool_at + 5, {
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t",
+                "gen_ai.tool.call.arguments": "{}", "gen_ai.tool.call.result": "ok"}),
+        ])))
+    assert objects(run(False, 10), "https://trustgraph.ai/ns/answer") == {"Done."}
+    for requested, tool_at in ((True, 10), (False, 70)):
+        ds = run(requested, tool_at)
+        assert objects(ds, "https://trustgraph.ai/ns/answer") == {""}
+        assert objects(ds, "https://w3id.org/otel-prov/ns#notCaptured") >= {"answer"}
