@@ -960,3 +960,163 @@ def test_a_conversation_in_the_strict_profile_at_its_times() -> None:
         ("/i2", "generatedAtTime"): f'"2026-11-30T10:00:00.02Z"{dt}',
         ("/final", "generatedAtTime"): f'"2026-11-30T10:00:00.025Z"{dt}',
     }
+
+
+# -- an OpenInference RAG chain (a chain that retrieves and calls no tools): a DocRAG session -------------
+
+D = "urn:trustgraph:docrag:4bf92f35-77b3-4da6-a3ce-929d0e0e4736"
+OI = "openinference.span.kind"
+
+
+def oi_llm(name: str, start: int, end: int, content: str) -> S:
+    return S(name, start, end, {OI: "LLM", "llm.output_messages.0.message.role": "assistant",
+                                "llm.output_messages.0.message.content": content}, kind=SpanKind.CLIENT)
+
+
+def rag_chain(chain: dict[str, str], calls: bool = True) -> S:
+    """CHAIN (span 1) -> RETRIEVER (2), and (``calls``) model calls: one that ends before the
+    retrieval does (3), one that starts as it ends (4), one after that (5)."""
+    return S("RetrievalQA", 0, 100, {OI: "CHAIN", **chain}, [
+        S("retrieve", 5, 20, {OI: "RETRIEVER", "input.value": "PROV-O definition",
+                              "retrieval.documents.0.document.id": "doc-a",
+                              "retrieval.documents.1.document.id": "doc-b"}),
+        *([oi_llm("early", 3, 4, "Too early."), oi_llm("llm", 20, 90, "From the LLM."),
+           oi_llm("later", 91, 95, "Later.")] if calls else []),
+    ])
+
+
+RAG_CHAIN_SEED = f"""
+<{D}> a prov:Activity, tg:Question, tg:DocRagQuestion ;
+    tg:query "What is PROV-O?" ; prov:startedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{D}/exploration> a prov:Entity, tg:Exploration ;
+    tg:selectedChunk "doc-a", "doc-b" ; tg:chunkCount 2 ;
+    prov:wasGeneratedBy <{D}> ; {TID} ; {sid(2)} .
+<{D}/synthesis> a prov:Entity, tg:Synthesis ;
+    tg:content "An ontology of provenance." ;
+    prov:wasDerivedFrom <{D}/exploration> ; {TID} ; {sid(1)} .
+"""
+
+RAG_CHAIN_STRICT = f"""
+<{D}> a prov:Entity, tg:Question, tg:DocRagQuestion ;
+    tg:query "PROV-O definition" ; prov:generatedAtTime {t(0)} ;
+    otelprov:collection "default" ; {TID} ; {sid(1)} .
+<{D}/session> a prov:Activity ; prov:used <{D}> ;
+    prov:startedAtTime {t(0)} ; prov:endedAtTime {t(100)} ; {TID} ; {sid(1)} .
+<{D}/exploration> a prov:Entity, tg:Exploration ;
+    tg:selectedChunk "doc-a", "doc-b" ; tg:chunkCount 2 ;
+    prov:wasDerivedFrom <{D}> ; prov:wasGeneratedBy <{D}/exploration/activity> ;
+    prov:generatedAtTime {t(20)} ; {TID} ; {sid(2)} .
+<{D}/exploration/activity> a prov:Activity ; prov:used <{D}> ;
+    prov:startedAtTime {t(5)} ; prov:endedAtTime {t(20)} ; {TID} ; {sid(2)} .
+<{D}/synthesis> a prov:Entity, tg:Synthesis ;
+    tg:content "From the LLM." ;
+    prov:wasDerivedFrom <{D}/exploration> ; prov:wasGeneratedBy <{D}/synthesis/activity> ;
+    prov:generatedAtTime {t(90)} ; {TID} ; {sid(4)} .
+<{D}/synthesis/activity> a prov:Activity ; prov:used <{D}/exploration> ;
+    prov:startedAtTime {t(20)} ; prov:endedAtTime {t(90)} ; {TID} ; {sid(4)} .
+"""
+
+
+def test_a_rag_chain_is_a_docrag_session_with_the_chains_question_and_answer() -> None:
+    """The chain's own question (not its retrieval's query) and answer; its retrieval the Exploration."""
+    spans = make(rag_chain({"input.value": "What is PROV-O?", "output.value": "An ontology of provenance."}))
+    assert_isomorphic(trig(RAG_CHAIN_SEED), spans_to_dataset(spans))
+    assert map_agent_traces([from_sdk(s) for s in spans], "seed").mapped == 3
+
+
+def test_a_rag_chain_without_its_own_text_in_the_strict_profile() -> None:
+    """No question or answer on the chain: the query is the retrieval's, the synthesis is the first
+    model call that starts once the retrieval ended (its span, its times)."""
+    spans = make(rag_chain({}))
+    assert_isomorphic(trig(RAG_CHAIN_STRICT), spans_to_dataset(spans, profile="strict"))
+
+
+def test_a_rag_chain_that_ended_without_an_answer_marks_the_synthesis_not_captured() -> None:
+    ds = spans_to_dataset(make(rag_chain({}, calls=False)))
+    assert objects(ds, "https://trustgraph.ai/ns/content") == {""}
+    assert {(str(s), str(o)) for s, _, o, _ in ds.quads(
+        (None, rdflib.URIRef("https://w3id.org/otel-prov/ns#notCaptured"), None, None))} == {
+        (f"{D}/synthesis", "content")}
+
+
+# -- hand-offs, the trace's owner, the last model call as the answer ------------------------------------
+
+OA = {"gen_ai.agent.description": "OpenAI Agents instrumentation"}
+
+
+def oa_agent(name: str, start: int, end: int, children: list[S], attrs: dict[str, str]) -> S:
+    return S(f"invoke_agent {name}", start, end,
+             {**OA, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attrs}, children)
+
+
+def handoff_trace(to: str) -> S:
+    """openai-agents-v2: a workflow whose entry agent Triage asks for ``transfer_to_billing`` and
+    hands off (an ``agent_handoff`` span) to the agent ``to``, its sibling."""
+    call = {"type": "tool_call", "id": "call_9", "name": "transfer_to_billing", "arguments": "{}"}
+    return S("Agent workflow", 0, 100, {"gen_ai.operation.name": "invoke_agent"}, [
+        oa_agent("Triage", 1, 40, [
+            S("chat gpt-4o", 2, 10, {**OA, "gen_ai.operation.name": "chat",
+                                     "gen_ai.output.messages": messages(("assistant", [call]))},
+              kind=SpanKind.CLIENT),
+            S("agent_handoff", 11, 12, {**OA, "gen_ai.operation.name": "agent_handoff",
+                                        "gen_ai.handoff.from_agent": "Triage",
+                                        "gen_ai.handoff.to_agent": to}),
+        ], {"gen_ai.input.messages": messages(("user", [text("Refund my order")]))}),
+        oa_agent(to, 41, 99, [],
+                 {"gen_ai.output.messages": messages(("assistant", [text("Refund issued.")]))}),
+    ])
+
+
+def test_a_handoff_is_a_step_and_in_strict_a_delegation_between_two_agents() -> None:
+    """The agent handed off to derives from the hand-off step (its action the requested
+    ``transfer_to_*`` call, its observation the target); strict adds prov:actedOnBehalfOf, from the
+    agent handed off to to the one handing off -- not when an agent hands off to itself."""
+    acted = rdflib.URIRef("http://www.w3.org/ns/prov#actedOnBehalfOf")
+    derived = rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom")
+    billing = nested(TRACE_ID, 5)
+    seed = spans_to_dataset(make(handoff_trace("Billing")))
+    assert objects(seed, "https://trustgraph.ai/ns/action") == {"transfer_to_billing"}
+    assert objects(seed, "https://trustgraph.ai/ns/observation") == {"Billing"}
+    assert (rdflib.URIRef(billing), derived, rdflib.URIRef(f"{U}/i1")) in {q[:3] for q in seed.quads()}
+    assert not set(seed.quads((None, acted, None, None)))
+    strict = spans_to_dataset(make(handoff_trace("Billing")), "strict")
+    assert {(str(s), str(o)) for s, _, o, _ in strict.quads((None, acted, None, None))} == {
+        ("urn:otel-prov:agent:Billing", "urn:otel-prov:agent:Triage")}
+    itself = spans_to_dataset(make(handoff_trace("Triage")), "strict")
+    assert not set(itself.quads((None, acted, None, None)))
+
+
+def test_of_sibling_agents_the_earlier_start_owns_the_trace_id_whatever_the_span_ids() -> None:
+    """The trace's owner is the run that starts first, not the one with the smaller span id."""
+    def agent(name: str, start: int, end: int) -> S:
+        return S(f"invoke_agent {name}", start, end, {"gen_ai.operation.name": "invoke_agent",
+                                                      "input.value": f"to {name}", "output.value": name})
+    # Span 2 is B (starts at 41), span 3 is A (starts at 1).
+    ds = spans_to_dataset(make(S("Agent workflow", 0, 100, {}, [agent("B", 41, 99), agent("A", 1, 40)])))
+    query = rdflib.URIRef("https://trustgraph.ai/ns/query")
+    assert {(str(s), str(o)) for s, _, o, _ in ds.quads((None, query, None, None))} == {
+        (U, "to A"), (nested(TRACE_ID, 2), "to B")}
+
+
+def test_the_last_model_call_is_the_answer_only_if_it_requested_nothing_and_came_after_every_tool() -> None:
+    """An agent without its own output: its last model call's text is the answer only when that call
+    requested no tool and no tool started after it; otherwise the answer is not captured."""
+    def run(last_requests: bool, tool_at: int) -> rdflib.Dataset:
+        output: list[dict[str, str]] = [text("Done.")]
+        if last_requests:
+            output.append({"type": "tool_call", "id": "c2", "name": "t", "arguments": "{}"})
+        return spans_to_dataset(make(S("invoke_agent a", 0, 100, {
+            "gen_ai.operation.name": "invoke_agent", "input.value": "q?"}, [
+            S("chat m", 50, 60, {"gen_ai.operation.name": "chat",
+                                 "gen_ai.output.messages": messages(("assistant", output))},
+              kind=SpanKind.CLIENT),
+            S("execute_tool t", tool_at, tool_at + 5, {
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t",
+                "gen_ai.tool.call.arguments": "{}", "gen_ai.tool.call.result": "ok"}),
+        ])))
+    assert objects(run(False, 10), "https://trustgraph.ai/ns/answer") == {"Done."}
+    for requested, tool_at in ((True, 10), (False, 70)):
+        ds = run(requested, tool_at)
+        assert objects(ds, "https://trustgraph.ai/ns/answer") == {""}
+        assert objects(ds, "https://w3id.org/otel-prov/ns#notCaptured") >= {"answer"}
