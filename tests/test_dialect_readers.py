@@ -78,9 +78,14 @@ def test_openllmetry_decorators_agent() -> None:
 
 def test_io_text_shapes() -> None:
     assert io_text("plain", C.USER) == "plain"
-    for key in ("task", "input", "question", "query", "output", "answer", "final_output"):
+    for key in ("task", "input", "question", "query", "prompt", "input_args"):
         assert io_text(json.dumps({key: "t"}), C.USER) == "t", key
-    assert io_text(json.dumps({"task": "first", "input": "second"}), C.USER) == "first"
+    for key in ("output", "answer", "final_output", "result", "response"):
+        assert io_text(json.dumps({key: "t"}), C.ASSISTANT) == "t", key
+    # Two different texts: which is the question is not known; the value is given back as it was (the
+    # writer records it as not captured, with the raw value apart).
+    both = json.dumps({"task": "first", "input": "second"})
+    assert io_text(both, C.USER) == both
     messages = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
                 {"role": "user", "content": "u2"}]
     assert io_text(json.dumps(messages), C.USER) == "u2"

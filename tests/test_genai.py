@@ -65,6 +65,11 @@ def t(ms: int) -> str:
     return f'"2026-11-30T10:00:00.{ms:03d}Z"^^xsd:dateTime'
 
 
+def when(start: int, end: int) -> str:
+    """A node's times (docs/model.md: otelprov:startTime / endTime, the span it was written from)."""
+    return f"otelprov:startTime {t(start)} ; otelprov:endTime {t(end)}"
+
+
 def trig(body: str) -> rdflib.Dataset:
     ds = rdflib.Dataset()
     ds.parse(data=PREFIXES + "<urn:graph:retrieval> {\n" + body + "\n}", format="trig")
@@ -204,19 +209,22 @@ OPENAI_AGENTS_SEED = f"""
 <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ;
     tg:query {lit(QUERY)} ;
     prov:startedAtTime {t(1)} ; otelprov:agentName "Weather agent" ;
-    otelprov:collection "default" ; {TID} ; {sid(2)} .
+    otelprov:collection "default" ; {TID} ; {sid(2)} ; {when(1, 99)} .
 <{U}/i1> a prov:Entity, tg:Analysis ;
     tg:action "get_weather" ;
     tg:arguments {lit('{"city": "Paris"}')} ;
     tg:observation {lit('{"temp_c": 18, "sky": "sunny"}')} ;
-    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(5)} .
+    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(5)} ; {when(21, 30)} ;
+    tg:llmModel "gpt-4o" ; tg:llmDurationMs 17 ; tg:toolDurationMs 9 .
 <{U}/i2> a prov:Entity, tg:Analysis ;
     tg:action "get_time" ;
     tg:arguments {lit('{"tz": "Europe/Paris"}')} ;
-    prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(6)} .
+    prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(6)} ; {when(21, 25)} ;
+    tg:llmModel "gpt-4o" ; tg:llmDurationMs 17 ; tg:toolDurationMs 4 .
 <{U}/final> a prov:Entity, tg:Conclusion ;
     tg:answer "18 °C, sunny." ;
-    prov:wasDerivedFrom <{U}/i2> ; {TID} ; {sid(2)} .
+    prov:wasDerivedFrom <{U}/i2> ; {TID} ; {sid(2)} ;
+    tg:llmDurationMs 44 .
 """
 
 
@@ -295,7 +303,7 @@ LANGGRAPH_STRICT = f"""
 <{U}> a prov:Entity, tg:Question, tg:AgentQuestion ;
     tg:query "Who wrote Faust?" ;
     prov:generatedAtTime {t(0)} ; otelprov:agentName "LangGraph" ;
-    otelprov:collection "default" ; {TID} ; {sid(1)} .
+    otelprov:collection "default" ; {TID} ; {sid(1)} ; {when(0, 60)} .
 <{U}/session> a prov:Activity ;
     prov:startedAtTime {t(0)} ; prov:endedAtTime {t(60)} ;
     prov:used <{U}> ;
@@ -303,10 +311,10 @@ LANGGRAPH_STRICT = f"""
 <urn:otel-prov:agent:LangGraph> a prov:Agent, prov:SoftwareAgent ; rdfs:label "LangGraph" .
 <{U}/i1> a prov:Entity, tg:Analysis ;
     tg:action "search" ;
-    tg:arguments {lit(json.dumps("author of Faust"))} ;
+    otelprov:rawArguments "author of Faust" ;
     tg:observation "Faust was written by Goethe." ;
-    otelprov:notCaptured "thought" ;
-    prov:wasDerivedFrom <{U}> ;
+    otelprov:notCaptured "thought", "arguments" ;
+    prov:wasDerivedFrom <{U}> ; {when(22, 39)} ; tg:toolDurationMs 17 ; tg:llmDurationMs 17 ;
     prov:wasGeneratedBy <{U}/i1/activity> ; prov:generatedAtTime {t(39)} ; {TID} ; {sid(5)} .
 <{U}/i1/activity> a prov:Activity ;
     prov:startedAtTime {t(22)} ; prov:endedAtTime {t(39)} ;
@@ -314,7 +322,7 @@ LANGGRAPH_STRICT = f"""
     prov:wasAssociatedWith <urn:otel-prov:agent:LangGraph> ; {TID} ; {sid(5)} .
 <{U}/final> a prov:Entity, tg:Conclusion ;
     tg:answer "Goethe." ;
-    prov:wasDerivedFrom <{U}/i1> ;
+    prov:wasDerivedFrom <{U}/i1> ; tg:llmDurationMs 16 ;
     prov:wasGeneratedBy <{U}/session> ; prov:generatedAtTime {t(60)} ; {TID} ; {sid(1)} .
 """
 
@@ -322,8 +330,8 @@ LANGGRAPH_STRICT = f"""
 def test_openinference_langgraph_trace_strict_graph() -> None:
     """Per-turn AGENT spans below the root AGENT are turns, not agents; the question and answer are
     the text of the messages in input.value / output.value, the tool's result the ToolMessage's
-    content; the bare-string argument of a tool whose parameter is not known is a JSON string; the
-    model calls record no output: the thought is not captured."""
+    content; the bare-string argument of a tool whose parameter is not known is not an object: not
+    captured, kept raw; the model calls record no output: the thought is not captured."""
     spans = make(langgraph_trace())
     assert_isomorphic(trig(LANGGRAPH_STRICT), spans_to_dataset(spans, "strict"))
     assert_isomorphic(trig(LANGGRAPH_STRICT), export([spans[::-1]], "strict")[-1])
@@ -363,15 +371,16 @@ SMOLAGENTS_SEED = f"""
 <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ;
     tg:query {lit(SMOL_QUERY)} ;
     prov:startedAtTime {t(0)} ; otelprov:agentName "CodeAgent" ;
-    otelprov:collection "default" ; {TID} ; {sid(1)} .
+    otelprov:collection "default" ; {TID} ; {sid(1)} ; {when(0, 80)} .
 <{U}/i1> a prov:Entity, tg:Analysis ;
     tg:thought "Thought: search the web." ;
     tg:action "web_search" ; tg:arguments {lit('{"query": "Eiffel tower height"}')} ;
     tg:observation "The Eiffel Tower is 330 m tall." ;
-    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(4)} .
+    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(4)} ; {when(11, 39)} ; tg:toolDurationMs 28 ;
+    tg:llmDurationMs 8 .
 <{U}/final> a prov:Entity, tg:Conclusion ;
     tg:answer "330" ;
-    prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(1)} .
+    prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(1)} ; tg:llmDurationMs 8 .
 """
 
 
@@ -416,29 +425,30 @@ def multi_agent_trace() -> S:
 MULTI_AGENT_SEED = f"""
 <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ;
     tg:query "Plan a trip to Rome" ; prov:startedAtTime {t(0)} ; otelprov:agentName "Triage" ;
-    otelprov:collection "default" ; {TID} ; {sid(1)} .
+    otelprov:collection "default" ; {TID} ; {sid(1)} ; {when(0, 100)} .
 <{U}/i1> a prov:Entity, tg:Analysis ;
     tg:action "ask_expert" ; tg:arguments {lit('{"topic": "Rome"}')} ; tg:observation "May is best." ;
     otelprov:notCaptured "thought" ;
-    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(3)} .
+    prov:wasDerivedFrom <{U}> ; {TID} ; {sid(3)} ; {when(11, 90)} ; tg:toolDurationMs 79 ;
+    tg:llmDurationMs 9 .
 <{U}/final> a prov:Entity, tg:Conclusion ;
     tg:answer "Go in May." ; prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(1)} .
 
 <{EXPERT}> a prov:Activity, tg:Question, tg:AgentQuestion ;
     tg:query "When to visit Rome?" ; prov:startedAtTime {t(12)} ; otelprov:agentName "Expert" ;
     prov:wasDerivedFrom <{U}/i1> ;
-    otelprov:collection "default" ; {TID} ; {sid(4)} .
+    otelprov:collection "default" ; {TID} ; {sid(4)} ; {when(12, 89)} .
 <{EXPERT}/i1> a prov:Entity, tg:Analysis ;
     tg:action "lookup" ; tg:arguments {lit('{"q": "Rome weather"}')} ; tg:observation "mild in May" ;
     otelprov:notCaptured "thought" ;
-    prov:wasDerivedFrom <{EXPERT}> ; {TID} ; {sid(5)} .
+    prov:wasDerivedFrom <{EXPERT}> ; {TID} ; {sid(5)} ; {when(13, 50)} ; tg:toolDurationMs 37 .
 <{EXPERT}/final> a prov:Entity, tg:Conclusion ;
     tg:answer "May is best." ; prov:wasDerivedFrom <{EXPERT}/i1> ; {TID} ; {sid(4)} .
 
 <{HELPER}> a prov:Activity, tg:Question, tg:AgentQuestion ;
     tg:query "summarise" ; prov:startedAtTime {t(91)} ; otelprov:agentName "Helper" ;
     prov:wasDerivedFrom <{U}> ;
-    otelprov:collection "default" ; {TID} ; {sid(6)} .
+    otelprov:collection "default" ; {TID} ; {sid(6)} ; {when(91, 99)} .
 <{HELPER}/final> a prov:Entity, tg:Conclusion ; tg:answer "" ; otelprov:notCaptured "answer" ;
     prov:wasDerivedFrom <{HELPER}> ; {TID} ; {sid(6)} .
 """
@@ -475,11 +485,11 @@ def test_sibling_agents_first_one_owns_the_trace_id() -> None:
     second = nested(TRACE_ID, 3)
     expected = trig(f"""
     <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "to A" ; prov:startedAtTime {t(1)} ;
-        otelprov:agentName "A" ; otelprov:collection "default" ; {TID} ; {sid(2)} .
+        otelprov:agentName "A" ; otelprov:collection "default" ; {TID} ; {sid(2)} ; {when(1, 40)} .
     <{U}/final> a prov:Entity, tg:Conclusion ; tg:answer "A" ; prov:wasDerivedFrom <{U}> ; {TID} ; {sid(2)} .
     <{second}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "to B" ;
         prov:startedAtTime {t(41)} ; otelprov:agentName "B" ; otelprov:collection "default" ;
-        {TID} ; {sid(3)} .
+        {TID} ; {sid(3)} ; {when(41, 99)} .
     <{second}/final> a prov:Entity, tg:Conclusion ; tg:answer "B" ; prov:wasDerivedFrom <{second}> ;
         {TID} ; {sid(3)} .
     """)
@@ -527,9 +537,10 @@ def test_agent_without_content_is_marked_not_captured() -> None:
     expected = trig(f"""
     <{U}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "" ; prov:startedAtTime {t(0)} ;
         otelprov:notCaptured "query" ; otelprov:agentName "quiet" ;
-        otelprov:collection "default" ; {TID} ; {sid(1)} .
+        otelprov:collection "default" ; {TID} ; {sid(1)} ; {when(0, 10)} .
     <{U}/i1> a prov:Entity, tg:Analysis ; tg:action "look" ; prov:wasDerivedFrom <{U}> ;
-        otelprov:notCaptured "thought", "arguments", "observation" ; {TID} ; {sid(2)} .
+        otelprov:notCaptured "thought", "arguments", "observation" ; {TID} ; {sid(2)} ; {when(1, 2)} ;
+        tg:toolDurationMs 1 .
     <{U}/final> a prov:Entity, tg:Conclusion ; tg:answer "" ; otelprov:notCaptured "answer" ;
         prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(1)} .
     """)
@@ -620,14 +631,21 @@ def test_genai_agent_run_by_our_tool_is_a_sub_trace_of_our_step(captured) -> Non
     sub_agent = nested(helper.context.trace_id, helper.context.span_id)
     ids = f'otelprov:traceId "{helper.context.trace_id:032x}"'
     start = isoformat_ns(helper.start_time)
+
+    def times(span: ReadableSpan) -> str:
+        return (f'otelprov:startTime "{isoformat_ns(span.start_time)}"^^xsd:dateTime ; '
+                f'otelprov:endTime "{isoformat_ns(span.end_time)}"^^xsd:dateTime')
+
+    took = (think.end_time - think.start_time) // MS  # docs/model.md: whole milliseconds
     expected_sub = trig(f"""
     <{sub_agent}> a prov:Activity, tg:Question, tg:AgentQuestion ; tg:query "the meaning" ;
         prov:startedAtTime "{start}"^^xsd:dateTime ; otelprov:collection "default" ;
         otelprov:agentName "helper" ;
         prov:wasDerivedFrom <urn:trustgraph:agent:s-2/i1> ; {ids} ;
-        otelprov:spanId "{helper.context.span_id:016x}" .
+        otelprov:spanId "{helper.context.span_id:016x}" ; {times(helper)} .
     <{sub_agent}/i1> a prov:Entity, tg:Analysis ; tg:action "think" ; prov:wasDerivedFrom <{sub_agent}> ;
-        otelprov:notCaptured "thought", "arguments", "observation" ;
+        otelprov:notCaptured "thought", "arguments", "observation" ; {times(think)} ;
+        tg:toolDurationMs {took} ;
         {ids} ; otelprov:spanId "{think.context.span_id:016x}" .
     <{sub_agent}/final> a prov:Entity, tg:Conclusion ; tg:answer "42" ; prov:wasDerivedFrom <{sub_agent}/i1> ;
         {ids} ; otelprov:spanId "{helper.context.span_id:016x}" .
@@ -783,9 +801,14 @@ def test_odd_attribute_values_never_fail_the_mapping() -> None:
     update = TraceMapper("strict").map([tool, agent])
     assert update.add and update.problems == ["gen_ai.input.messages is not a JSON list of messages"]
     ds = spans_to_dataset([agent, tool])
-    assert objects(ds, "https://trustgraph.ai/ns/query") == {'{"k": "b\'\\\\xff\'", "n": [1, 2]}'}
-    assert objects(ds, "https://trustgraph.ai/ns/answer") == {"b'bytes'"}
-    assert objects(ds, "https://trustgraph.ai/ns/arguments") == {'["a", 1]'}
+    # None of these is the plain thing (a map for a question, bytes for an answer, a list for the
+    # arguments): each is not captured, its raw value kept apart; a number result is its text.
+    assert objects(ds, "https://trustgraph.ai/ns/query") == {""}
+    assert objects(ds, "https://w3id.org/otel-prov/ns#rawQuery") == {'{"k": "b\'\\\\xff\'", "n": [1, 2]}'}
+    assert objects(ds, "https://trustgraph.ai/ns/answer") == {""}
+    assert objects(ds, "https://w3id.org/otel-prov/ns#rawAnswer") == {"b'bytes'"}
+    assert objects(ds, "https://trustgraph.ai/ns/arguments") == set()
+    assert objects(ds, "https://w3id.org/otel-prov/ns#rawArguments") == {'["a", 1]'}
     assert objects(ds, "https://trustgraph.ai/ns/observation") == {"3.5"}
 
 
@@ -988,31 +1011,31 @@ def rag_chain(chain: dict[str, str], calls: bool = True) -> S:
 RAG_CHAIN_SEED = f"""
 <{D}> a prov:Activity, tg:Question, tg:DocRagQuestion ;
     tg:query "What is PROV-O?" ; prov:startedAtTime {t(0)} ;
-    otelprov:collection "default" ; {TID} ; {sid(1)} .
+    otelprov:collection "default" ; {TID} ; {sid(1)} ; {when(0, 100)} .
 <{D}/exploration> a prov:Entity, tg:Exploration ;
     tg:selectedChunk "doc-a", "doc-b" ; tg:chunkCount 2 ;
-    prov:wasGeneratedBy <{D}> ; {TID} ; {sid(2)} .
+    prov:wasGeneratedBy <{D}> ; {TID} ; {sid(2)} ; {when(5, 20)} .
 <{D}/synthesis> a prov:Entity, tg:Synthesis ;
     tg:content "An ontology of provenance." ;
-    prov:wasDerivedFrom <{D}/exploration> ; {TID} ; {sid(1)} .
+    prov:wasDerivedFrom <{D}/exploration> ; {TID} ; {sid(1)} ; {when(0, 100)} .
 """
 
 RAG_CHAIN_STRICT = f"""
 <{D}> a prov:Entity, tg:Question, tg:DocRagQuestion ;
     tg:query "PROV-O definition" ; prov:generatedAtTime {t(0)} ;
-    otelprov:collection "default" ; {TID} ; {sid(1)} .
+    otelprov:collection "default" ; {TID} ; {sid(1)} ; {when(0, 100)} .
 <{D}/session> a prov:Activity ; prov:used <{D}> ;
     prov:startedAtTime {t(0)} ; prov:endedAtTime {t(100)} ; {TID} ; {sid(1)} .
 <{D}/exploration> a prov:Entity, tg:Exploration ;
     tg:selectedChunk "doc-a", "doc-b" ; tg:chunkCount 2 ;
     prov:wasDerivedFrom <{D}> ; prov:wasGeneratedBy <{D}/exploration/activity> ;
-    prov:generatedAtTime {t(20)} ; {TID} ; {sid(2)} .
+    prov:generatedAtTime {t(20)} ; {TID} ; {sid(2)} ; {when(5, 20)} .
 <{D}/exploration/activity> a prov:Activity ; prov:used <{D}> ;
     prov:startedAtTime {t(5)} ; prov:endedAtTime {t(20)} ; {TID} ; {sid(2)} .
 <{D}/synthesis> a prov:Entity, tg:Synthesis ;
     tg:content "From the LLM." ;
     prov:wasDerivedFrom <{D}/exploration> ; prov:wasGeneratedBy <{D}/synthesis/activity> ;
-    prov:generatedAtTime {t(90)} ; {TID} ; {sid(4)} .
+    prov:generatedAtTime {t(90)} ; {TID} ; {sid(4)} ; {when(20, 90)} .
 <{D}/synthesis/activity> a prov:Activity ; prov:used <{D}/exploration> ;
     prov:startedAtTime {t(20)} ; prov:endedAtTime {t(90)} ; {TID} ; {sid(4)} .
 """

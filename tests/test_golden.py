@@ -44,6 +44,12 @@ def _ids(span: ReadableSpan) -> str:
             f'otelprov:spanId "{span.context.span_id:016x}"')
 
 
+def _times(span: ReadableSpan) -> str:
+    """The times every node records of the span it was written from (docs/model.md)."""
+    return (f'otelprov:startTime "{isoformat_ns(span.start_time)}"^^xsd:dateTime ; '
+            f'otelprov:endTime "{isoformat_ns(span.end_time)}"^^xsd:dateTime')
+
+
 def _trig(body: str) -> rdflib.Dataset:
     ds = rdflib.Dataset()
     ds.parse(data=PREFIXES + "<urn:graph:retrieval> {\n" + body + "\n}", format="trig")
@@ -73,19 +79,19 @@ def test_agent_session_seed_graph(captured) -> None:
     {q} a prov:Activity, tg:Question, tg:AgentQuestion ;
         tg:query "What is the capital of France?" ;
         prov:startedAtTime "{isoformat_ns(root.start_time)}"^^xsd:dateTime ;
-        otelprov:collection "default" ; {_ids(root)} .
+        otelprov:collection "default" ; {_ids(root)} ; {_times(root)} .
     <urn:trustgraph:agent:{uuid}/i1> a prov:Entity, tg:Analysis ;
         tg:thought "I need to query the knowledge base" ;
         tg:action "knowledge-query" ;
         tg:arguments {json.dumps(json.dumps({"question": "capital of France"}))} ;
         tg:observation "Paris is the capital of France." ;
-        prov:wasDerivedFrom {q} ; {_ids(i1)} .
+        prov:wasDerivedFrom {q} ; {_ids(i1)} ; {_times(i1)} .
     <urn:trustgraph:agent:{uuid}/i2> a prov:Entity, tg:Analysis ;
         tg:thought "I know the answer" ;
         tg:action "final-answer" ;
         tg:arguments {json.dumps(json.dumps({"answer": "Paris"}))} ;
         tg:observation "done" ;
-        prov:wasDerivedFrom <urn:trustgraph:agent:{uuid}/i1> ; {_ids(i2)} .
+        prov:wasDerivedFrom <urn:trustgraph:agent:{uuid}/i1> ; {_ids(i2)} ; {_times(i2)} .
     <urn:trustgraph:agent:{uuid}/final> a prov:Entity, tg:Conclusion ;
         tg:answer "Paris" ;
         prov:wasDerivedFrom <urn:trustgraph:agent:{uuid}/i2> ; {_ids(root)} .
@@ -104,7 +110,7 @@ def test_agent_without_iterations_concludes_from_question(captured) -> None:
     <urn:trustgraph:agent:s-1> a prov:Activity, tg:Question, tg:AgentQuestion ;
         tg:query "2+2?" ;
         prov:startedAtTime "{isoformat_ns(root.start_time)}"^^xsd:dateTime ;
-        otelprov:collection "maths" ; {_ids(root)} .
+        otelprov:collection "maths" ; {_ids(root)} ; {_times(root)} .
     <urn:trustgraph:agent:s-1/final> a prov:Entity, tg:Conclusion ;
         tg:answer "4" ; prov:wasDerivedFrom <urn:trustgraph:agent:s-1> ; {_ids(root)} .
     """)
@@ -127,14 +133,14 @@ def test_graph_rag_seed_graph(captured) -> None:
     <urn:trustgraph:question:g-1> a prov:Activity, tg:Question, tg:GraphRagQuestion ;
         tg:query "Capital of France?" ;
         prov:startedAtTime "{isoformat_ns(root.start_time)}"^^xsd:dateTime ;
-        otelprov:collection "default" ; {_ids(root)} .
+        otelprov:collection "default" ; {_ids(root)} ; {_times(root)} .
     <urn:trustgraph:prov:exploration:g-1> a prov:Entity, tg:Exploration ;
         tg:edgeCount 2 ;
-        prov:wasGeneratedBy <urn:trustgraph:question:g-1> ; {_ids(exp)} .
+        prov:wasGeneratedBy <urn:trustgraph:question:g-1> ; {_ids(exp)} ; {_times(exp)} .
     <urn:trustgraph:prov:focus:g-1> a prov:Entity, tg:Focus ;
         prov:wasDerivedFrom <urn:trustgraph:prov:exploration:g-1> ;
         tg:selectedEdge <urn:trustgraph:prov:edge:g-1:0>, <urn:trustgraph:prov:edge:g-1:1> ;
-        {_ids(foc)} .
+        {_ids(foc)} ; {_times(foc)} .
     <urn:trustgraph:prov:edge:g-1:0> a tg:EdgeSelection ;
         tg:edge <urn:trustgraph:prov:edge:g-1:0/triple> ; tg:reasoning "states the capital" .
     <urn:trustgraph:prov:edge:g-1:0/triple> a rdf:Statement ;
@@ -147,7 +153,7 @@ def test_graph_rag_seed_graph(captured) -> None:
         rdf:predicate <http://www.w3.org/2000/01/rdf-schema#label> ; rdf:object "Paris" .
     <urn:trustgraph:prov:synthesis:g-1> a prov:Entity, tg:Synthesis ;
         tg:content "Paris" ;
-        prov:wasDerivedFrom <urn:trustgraph:prov:focus:g-1> ; {_ids(syn)} .
+        prov:wasDerivedFrom <urn:trustgraph:prov:focus:g-1> ; {_ids(syn)} ; {_times(syn)} .
     """)
     assert_isomorphic(expected, spans_to_dataset(spans))
 
@@ -164,13 +170,13 @@ def test_doc_rag_seed_graph(captured) -> None:
     <urn:trustgraph:docrag:d-1> a prov:Activity, tg:Question, tg:DocRagQuestion ;
         tg:query "What is PROV?" ;
         prov:startedAtTime "{isoformat_ns(root.start_time)}"^^xsd:dateTime ;
-        otelprov:collection "default" ; {_ids(root)} .
+        otelprov:collection "default" ; {_ids(root)} ; {_times(root)} .
     <urn:trustgraph:docrag:d-1/exploration> a prov:Entity, tg:Exploration ;
         tg:chunkCount 2 ; tg:selectedChunk "chunk-id-1", "chunk-id-2" ;
-        prov:wasGeneratedBy <urn:trustgraph:docrag:d-1> ; {_ids(exp)} .
+        prov:wasGeneratedBy <urn:trustgraph:docrag:d-1> ; {_ids(exp)} ; {_times(exp)} .
     <urn:trustgraph:docrag:d-1/synthesis> a prov:Entity, tg:Synthesis ;
         tg:content "A W3C provenance model." ;
-        prov:wasDerivedFrom <urn:trustgraph:docrag:d-1/exploration> ; {_ids(syn)} .
+        prov:wasDerivedFrom <urn:trustgraph:docrag:d-1/exploration> ; {_ids(syn)} ; {_times(syn)} .
     """)
     assert_isomorphic(expected, spans_to_dataset(spans))
 

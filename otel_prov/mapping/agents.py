@@ -17,17 +17,22 @@ agent, tool-call, model-call and retrieval spans below, among turn, prompt and H
   arguments as JSON --, ``tg:observation``), numbered 1, 2, ... by (start time, span id), with
   ``tg:thought``: the text and reasoning of the model call that requested it, matched by tool call id
   where the spans carry one, else the latest earlier model call of the same agent that requested a
-  call of that name, else the latest earlier model call.  A ``final_answer`` tool is the answer, not
-  a step;
-- **a DocRAG session per retrieval**: the query, the chunk ids, the synthesis (the chain's output, or
-  the tool's result when the retrieval runs inside a tool); inside a step it is a sub-trace of that
-  step.
+  call of that name, else the latest earlier model call.  A tool call the model requested that no
+  tool span shows is a step too (its observation from a later call's input, by id, else by order).
+  A tool span inside another tool span of the same name is that call (an MCP client's and server's);
+  one holding tool spans of other names is bookkeeping (a merged-tools span), its children the steps.
+  A ``final_answer`` tool is the answer, not a step;
+- **a DocRAG session per retrieval**: the query, the chunk ids (and scores), the chunks a reranker
+  selected (a Focus), the synthesis (the chain's output, or the tool's result when the retrieval runs
+  inside a tool); inside a step it is a sub-trace of that step.  A run that retrieves and calls no
+  tools is a DocRAG session whatever its top span says; a retrieval inside a retrieval is part of it.
 
 What the trace does not record (content capture off, or an instrumentation that drops it) is marked
 ``otelprov:notCaptured`` on the node instead of being made up.  Model calls outside any agent are
 left to :mod:`.conversations` (:attr:`AgentsMapped.free_calls`).
 
-The triples are made by the same handlers as our own spans (:func:`.flows.map_span`): each node is
+The triples are made by the same handlers as our own spans (:func:`.flows.map_span`), through
+:class:`.nodes.NodeWriter` (every content value through :mod:`.values`' rule): each node is
 written as the ``otel_prov`` span it stands for (the ids, times and status of the span it comes
 from).  Numbering needs the tree, so a trace is always mapped as a whole; a span whose chain of
 ancestors is not yet complete waits: it gives nothing until the missing spans arrive -- except a
@@ -35,146 +40,129 @@ parent in another process (a remote parent), which may never be exported to us; 
 is taken as a root until it arrives.
 """
 
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import attributes as A
 from ..model.iris import (
     analysis_iri,
     conclusion_iri,
+    doc_focus_iri,
     exploration_iri,
-    is_question_iri,
     nested_agent_uuid,
     question_iri,
-    session_activity_iri,
     software_agent_iri,
     synthesis_iri,
 )
 from ..model.profiles import STRICT, check_profile
-from ..model.terms import iri, literal, uuid_from_trace_id
+from ..model.terms import iri, uuid_from_trace_id
 from ..model.vocab import NT
-from .dialects import Agent, LLMCall, Request, Retrieval, ToolCall
-from .dialects.content import dumps, loads
-from .flows import Mapped, is_ours, map_span
-from .limits import ValueTooLarge
-from .spans import SpanLike, SpanRecord, SpanView
-from .tree import Place, Read, SpanTree, trace_view
+from . import values as V
+from .dialects import Agent, Evaluation, LLMCall, Request, Retrieval, ToolCall
+from .dialects.content import loads
+from .flows import is_ours
+from .nodes import (
+    ARGUMENTS,
+    CHUNKS,
+    NO_QUERY,
+    OBSERVATION,
+    THOUGHT,
+    AgentsMapped,
+    Analysis,
+    NodeWriter,
+    cost_attrs,
+)
+from .spans import SpanLike, SpanView
+from .tree import Place, Read, SpanTree, agent_of, llm_of, retrieval_of, tool_of, trace_view
 
-NO_QUERY = ("agent run without a question (no user text on its spans or its model calls): "
-            "tg:query left empty, marked not captured")
-FINAL_ANSWER_TOOLS = frozenset({"final_answer"})
-"""Tools whose call is the agent's answer (smolagents), not a step."""
+__all__ = ["NO_QUERY", "AgentsMapped", "Analysis", "map_agent_traces", "trace_mapped"]
 
-# What ``otelprov:notCaptured`` names: the missing property's local name.
-QUERY, THOUGHT, ARGUMENTS, OBSERVATION, ANSWER, CONTENT, CHUNKS = (
-    "query", "thought", "arguments", "observation", "answer", "content", "selectedChunk")
-
-
-@dataclass
-class AgentsMapped(Mapped):
-    """:class:`Mapped`, plus the spans that wait for missing ancestors and the model calls outside
-    any agent."""
-
-    waiting: int = 0
-    remote_roots: int = 0
-    """Spans taken as roots because their parent is remote and has not arrived (it may)."""
-    free_calls: list[SpanView] = field(default_factory=list)
-    """Model calls outside any agent: calls of chat conversations (:mod:`.conversations`)."""
-    too_large: dict[int, str] = field(default_factory=dict)
-    """Spans (by span id) whose node was left out: a value too large for the store (:mod:`.limits`)."""
-
-
-_T = TypeVar("_T")
-
-
-def _read(view: SpanView, kind: type[_T], default: _T) -> _T:
-    """What the view's dialect read of its span, if of ``kind``; else ``default``."""
-    data = view.info.data if isinstance(view.info, Read) else None
-    return data if isinstance(data, kind) else default
-
-
-def agent_of(view: SpanView) -> Agent:
-    return _read(view, Agent, Agent(None, None, None, False, False))
-
-
-def tool_of(view: SpanView) -> ToolCall:
-    return _read(view, ToolCall, ToolCall(view.name, captured=False))
-
-
-def llm_of(view: SpanView) -> LLMCall:
-    return _read(view, LLMCall, _NO_CALL)
-
-
-def retrieval_of(view: SpanView) -> Retrieval:
-    return _read(view, Retrieval, Retrieval(None, None))
-
-
-_NO_CALL = LLMCall()
-
+FINAL_ANSWER_TOOLS = frozenset({"final_answer", "final_result", "finish", "submit_final_answer"})
+"""Tools that end the run, not steps: their argument is the answer when it is one text
+(smolagents' ``final_answer``); their result never is (DSPy's ``finish`` answers "Completed.")."""
+TERMINATORS = FINAL_ANSWER_TOOLS
+UNEVALUATED = "evaluation (gen_ai.evaluation.result) of a span that stands for no node: not recorded"
 
 def _key(span: SpanLike) -> tuple[int, int]:
     return (span.start_ns, span.span_id)
 
 
+def _plain(prop: str, value: str | None) -> bool:
+    return value is not None and V.check(prop, value).plain
+
+
 # -- one step: a tool call and the model call that requested it -----------------------------------------
-
-
-@dataclass
-class Analysis:
-    """An Analysis node to write: the span it comes from and what it records (None: absent)."""
-
-    span: SpanLike
-    action: str
-    thought: str | None = None
-    arguments: str | None = None
-    observation: str | None = None
-    missing: tuple[str, ...] = ()
-    """What the trace does not record (``otelprov:notCaptured``)."""
-    end_ns: int | None = None
-    """When the step ended, if not when its span did."""
 
 
 Calls = Mapping[int, LLMCall]
 """What each model call (by span id) says, completed from the calls after it (:func:`completed`)."""
 
 
-def completed(llms: Sequence[SpanView]) -> dict[int, LLMCall]:
-    """The model calls of a trace, each completed from the next one's input where the span leaves
-    its output out: some instrumentations record a call's output only as the start of the next
-    call's input (OpenLLMetry's Chat Completions path; the official openai-agents instrumentation
-    drops the requested tool calls there)."""
+def completed(llms: Sequence[SpanView], reads: Mapping[int, LLMCall] | None = None) -> dict[int, LLMCall]:
+    """The model calls of a trace (``reads``: what each says, when not its view's), each completed
+    from the next one's input where the span leaves its output out: some instrumentations record a
+    call's output only as the start of the next call's input (OpenLLMetry's Chat Completions path; the
+    official openai-agents instrumentation drops the requested tool calls there).  An output the next
+    input repeats from an earlier call is not this call's (a framework's span that made no call)."""
     ordered = sorted(llms, key=_key)
-    calls = {c.span_id: llm_of(c) for c in ordered}
-    for this, after in zip(ordered, ordered[1:], strict=False):
-        call, following = calls[this.span_id], llm_of(after)
-        if not (following.prior_text or following.prior_requests):
-            continue
-        if not call.output_captured:
-            calls[this.span_id] = replace(call, text=following.prior_text, requests=following.prior_requests,
-                                          output_captured=True)
-        elif not call.requests and following.prior_requests and following.prior_text == call.text:
-            calls[this.span_id] = replace(call, requests=following.prior_requests)
+    calls = {c.span_id: (reads or {}).get(c.span_id) or llm_of(c) for c in ordered}
+    produced: set[str] = set()
+    for this, after in zip(ordered, [*ordered[1:], None], strict=False):
+        call = calls[this.span_id]
+        following = calls[after.span_id] if after is not None else None
+        if following is not None and (following.prior_text or following.prior_requests):
+            repeated = any(r.id and r.id in produced for r in following.prior_requests)
+            if not call.output_captured and not repeated:
+                call = calls[this.span_id] = replace(call, text=following.prior_text,
+                                                     requests=following.prior_requests, output_captured=True)
+            elif not call.requests and following.prior_requests and following.prior_text == call.text \
+                    and not repeated:
+                call = calls[this.span_id] = replace(call, requests=following.prior_requests)
+        produced.update(r.id for r in call.requests if r.id)
     return calls
 
 
-def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: Calls
+def merged_call(outer: LLMCall, inner: Sequence[LLMCall]) -> LLMCall:
+    """One model call seen by nested spans: its output (text, reasoning, requests, metadata) from the
+    first span that recorded it, its input from the first that recorded each part."""
+    spans = [outer, *inner]
+    output = next((c for c in spans if c.output_captured), outer)
+    return replace(
+        output,
+        results=next((c.results for c in spans if c.results), ()),
+        question=next((c.question for c in spans if c.question is not None), None),
+        conversation=next((c.conversation for c in spans if c.conversation), None),
+        offered_tools=any(c.offered_tools for c in spans),
+        prior_text=next((c.prior_text for c in spans if c.prior_text is not None), None),
+        prior_requests=next((c.prior_requests for c in spans if c.prior_requests), ()),
+        meta=next((c.meta for c in spans if c.meta.model or c.meta.input_tokens is not None), output.meta),
+    )
+
+
+Claimed = set[tuple[int, int]]
+"""The requests (model call span id, index) a tool span executes."""
+
+
+def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: Calls,
+                   claimed: Claimed | None = None, tool_calls: Mapping[int, ToolCall] | None = None
                    ) -> dict[int, tuple[SpanView, Request | None]]:
     """For each tool span: the model call that requested it, and the request when known.  By tool
     call id where both carry one; else the latest earlier call with an unclaimed request of that
     name (a hand-off: of any ``transfer_to_*`` name or naming the target); else the latest earlier
-    call."""
+    call.  ``claimed`` collects the requests matched."""
     by_id: dict[str, tuple[SpanView, Request]] = {}
     for llm in llms:
         for request in calls[llm.span_id].requests:
             if request.id:
                 by_id.setdefault(request.id, (llm, request))
-    claimed: set[tuple[int, int]] = set()
+    claimed = claimed if claimed is not None else set()
     found: dict[int, tuple[SpanView, Request | None]] = {}
     for tool in tools:
-        call = tool_of(tool)
+        call = tool_calls[tool.span_id] if tool_calls is not None else tool_of(tool)
         if call.call_id and call.call_id in by_id:
             llm, request = by_id[call.call_id]
             claimed.add((llm.span_id, calls[llm.span_id].requests.index(request)))
@@ -204,17 +192,16 @@ def _same_call(call: ToolCall, request: Request) -> bool:
     return request.name.startswith("transfer_to") or (bool(call.handoff) and call.handoff in request.name)
 
 
-def tool_step(tool: SpanView, matched: tuple[SpanView, Request | None] | None, calls: Calls,
+def tool_step(tool: SpanView, call: ToolCall, matched: tuple[SpanView, Request | None] | None, calls: Calls,
               handoff_target: str | None = None) -> Analysis:
-    """The Analysis of one tool span, its thought and arguments completed from the model call that
-    requested it."""
-    call = tool_of(tool)
+    """The Analysis of one tool span (``call``: what it says), its thought and arguments completed
+    from the model call that requested it."""
     llm, request = matched if matched else (None, None)
     arguments = call.arguments
-    if arguments is None and request is not None and request.arguments is not None:
+    if not _plain(ARGUMENTS, arguments) and request is not None and _plain(ARGUMENTS, request.arguments):
         arguments = request.arguments
     if arguments is None and call.bare_argument is not None:
-        arguments = _named(call.bare_argument, call, request)
+        arguments = _named(call.bare_argument, call, request) or call.bare_argument
     action = call.name
     result = call.result
     if call.handoff is not None:
@@ -223,101 +210,41 @@ def tool_step(tool: SpanView, matched: tuple[SpanView, Request | None] | None, c
         result = result or target
     missing = []
     thought = None
-    if llm is not None and calls[llm.span_id].output_captured:
-        thought = calls[llm.span_id].thought
+    found = calls[llm.span_id] if llm is not None else None
+    if found is not None and found.output_captured:
+        thought = found.thought
     else:
         missing.append(THOUGHT)
     if arguments is None and not call.captured:
         missing.append(ARGUMENTS)
     if result is None and not call.captured:
         missing.append(OBSERVATION)
-    return Analysis(tool, action, thought, arguments, result, tuple(missing))
+    return Analysis(tool, action, thought, arguments, result, tuple(missing), llm=llm, call=found)
 
 
-def _named(bare: str, call: ToolCall, request: Request | None) -> str:
-    """A bare-string argument as JSON: named after the tool's one parameter when known."""
+def _named(bare: str, call: ToolCall, request: Request | None) -> str | None:
+    """A bare-string argument as JSON, named after the tool's one parameter when known (else None:
+    the arguments are not an object)."""
     if request is not None and request.arguments is not None:
         parsed = loads(request.arguments)
         if isinstance(parsed, dict) and len(parsed) == 1:
-            return dumps({next(iter(parsed)): bare})
+            return V.dumps({next(iter(parsed)): bare})
     if len(call.parameters) == 1:
-        return dumps({call.parameters[0]: bare})
-    return dumps(bare)
+        return V.dumps({call.parameters[0]: bare})
+    return None
 
 
-# -- the writer -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Requested:
+    """A tool call the model requested that no tool span shows: a step from the messages alone."""
 
+    llm: SpanView
+    index: int
+    request: Request
 
-class Writer:
-    """Writes nodes as the ``otel_prov`` spans they stand for, plus the markers only framework
-    traces need (``otelprov:notCaptured``)."""
-
-    def __init__(self, profile: str, result: AgentsMapped) -> None:
-        self.profile = profile
-        self.strict = profile == STRICT
-        self.result = result
-
-    def emit(self, span: SpanLike, attrs: dict[str, Any], end_ns: int | None = None,
-             start_ns: int | None = None) -> bool:
-        """Maps ``span`` as the ``otel_prov`` span it stands for: same ids, times and status.  False
-        (nothing written, the span noted in ``too_large``) if a value is too large for the store."""
-        ours = SpanRecord(trace_id=span.trace_id, span_id=span.span_id, name=span.name,
-                          start_ns=span.start_ns if start_ns is None else start_ns,
-                          end_ns=span.end_ns if end_ns is None else end_ns, attributes=attrs,
-                          parent_id=span.parent_id, parent_remote=span.parent_remote, error=span.error,
-                          status_message=span.status_message)
-        try:
-            map_span(ours, self.profile, self.result)
-        except ValueTooLarge as exc:
-            self.result.too_large[span.span_id] = str(exc)
-            return False
-        return True
-
-    def not_captured(self, node: str, names: Sequence[str]) -> None:
-        for name in names:
-            self.result.quads.append((iri(node), NT.notCaptured, literal(name), NT.graph))
-
-    def step(self, uuid: str, number: int, step: Analysis, common: dict[str, Any]) -> None:
-        """Analysis ``number`` of the session ``uuid``."""
-        attrs: dict[str, Any] = {A.FLOW: A.FLOW_AGENT, A.STEP: A.STEP_ANALYSIS, A.ITERATION: number,
-                                 A.ACTION: step.action, **common}
-        if uuid != uuid_from_trace_id(step.span.trace_id):
-            attrs[A.SESSION_ID] = uuid
-        for key, value in ((A.THOUGHT, step.thought), (A.ARGUMENTS, step.arguments),
-                           (A.OBSERVATION, step.observation)):
-            if value is not None:
-                attrs[key] = value
-        if self.emit(step.span, attrs, step.end_ns):
-            self.not_captured(analysis_iri(uuid, number), step.missing)
-
-    def session(self, span: SpanLike, flow: str, uuid: str, query: str | None, derived: str | None,
-                extra: dict[str, Any], end_ns: int | None = None, start_ns: int | None = None,
-                answer_missing: bool = False) -> str:
-        """A session's Question (and, for an agent with :data:`A.ANSWER` in ``extra``, its
-        Conclusion, marked not captured with ``answer_missing``); ``derived``: the node it derives
-        from (a step, or a Question)."""
-        attrs: dict[str, Any] = {A.FLOW: flow, A.STEP: A.STEP_SESSION, A.QUESTION: query or "", **extra}
-        if uuid != uuid_from_trace_id(span.trace_id):
-            attrs[A.SESSION_ID] = uuid
-        from_question = derived is not None and is_question_iri(derived)
-        if derived and not (from_question and self.strict):
-            attrs[A.DERIVED_FROM] = derived
-        question = question_iri(flow, uuid)
-        if not self.emit(span, attrs, end_ns, start_ns):
-            return question
-        if flow == A.FLOW_AGENT and extra.get(A.ANSWER) == "" and answer_missing:
-            self.not_captured(conclusion_iri(uuid), [ANSWER])
-        if derived and from_question and self.strict:
-            # Strict: the enclosing session's activity generated this Question (map_span links a
-            # step's activity, ``{step}/activity``; a session's activity is ``{question}/session``).
-            self.result.quads.append((iri(question), NT.wasGeneratedBy, iri(session_activity_iri(derived)),
-                                      NT.graph))
-        if query is None:
-            self.not_captured(question, [QUERY])
-        name = extra.get(A.GEN_AI_AGENT_NAME)
-        if name:
-            self.result.quads.append((iri(question), NT.agentName, literal(str(name)), NT.graph))
-        return question
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.llm.end_ns or self.llm.start_ns, self.llm.span_id, self.index)
 
 
 # -- runs ---------------------------------------------------------------------------------------------
@@ -333,6 +260,7 @@ class Run:
     tools: list[SpanView] = field(default_factory=list)
     llms: list[SpanView] = field(default_factory=list)
     retrievers: list[SpanView] = field(default_factory=list)
+    rerankers: list[SpanView] = field(default_factory=list)
     members: list[Run] = field(default_factory=list)
     parent: Run | None = None
     via: int = 0
@@ -340,9 +268,11 @@ class Run:
     uuid: str = ""
     number: dict[int, int] = field(default_factory=dict)
     """Tool span id -> its Analysis number."""
+    requested: list[tuple[int, Requested]] = field(default_factory=list)
+    """The steps only the model's messages show, with their numbers."""
     final_tools: list[SpanView] = field(default_factory=list)
     rag: bool = False
-    """A chain that retrieves and calls no tools: a DocRAG session."""
+    """A run that retrieves and calls no tools: a DocRAG session."""
 
     @property
     def name(self) -> str | None:
@@ -352,49 +282,98 @@ class Run:
                 return read.name
         return None
 
+    @property
+    def steps(self) -> int:
+        return len(self.number) + len(self.requested)
+
     def captured(self, calls: Calls) -> bool:
         return any(r.captured for r in self.reads) or any(calls[c.span_id].output_captured for c in self.llms)
 
-    def question(self) -> str | None:
-        for read in self.reads:
-            if read.question is not None:
-                return read.question
-        for llm in self.llms:
-            if llm_of(llm).question is not None:
-                return llm_of(llm).question
-        return None
+    def question(self, calls: Calls) -> str | None:
+        """The run's question: the first plain one of its spans and model calls, else the first
+        recorded (not plain: the writer marks it not captured)."""
+        found = [r.question for r in self.reads] + [calls[c.span_id].question for c in self.llms]
+        return next((q for q in found if _plain(V.QUERY, q)), next((q for q in found if q is not None), None))
 
-    def answer(self, calls: Calls) -> str | None:
+    def answer(self, calls: Calls) -> tuple[str | None, SpanView | None]:
+        """The run's answer, and the model call that gave it (when one did)."""
+        candidates = self._answers(calls)
+        for text, source in candidates:
+            if _plain(V.ANSWER, text):
+                return text, source
+        return candidates[0] if candidates else (None, None)
+
+    def _answers(self, calls: Calls) -> list[tuple[str, SpanView | None]]:
+        found: list[tuple[str, SpanView | None]] = []
+        final = self.final_call(calls)
+        source = final if final is not None else None
         if self.reads[0].answer is not None:
-            return self.reads[0].answer
+            found.append((self.reads[0].answer, source))
         if self.members:
             last = max(self.members, key=lambda m: (m.top.end_ns, m.top.span_id))
-            found = last.answer(calls)
-            if found is not None:
-                return found
-        for read in self.reads[1:]:
-            if read.answer is not None:
-                return read.answer
+            text, src = last.answer(calls)
+            if text is not None:
+                found.append((text, src))
+        found += [(r.answer, source) for r in self.reads[1:] if r.answer is not None]
         for tool in reversed(self.final_tools):
             answer = _final_answer(tool_of(tool))
             if answer is not None:
-                return answer
-        if self.llms:
-            final = self.llms[-1]
-            call = calls[final.span_id]
-            after_tools = all(_key(t) < _key(final) for t in self.tools)
-            if not call.requests and call.text is not None and after_tools:
-                return call.text
-        return None
+                found.append((answer, None))
+        if final is not None and calls[final.span_id].text is not None:
+            found.append((str(calls[final.span_id].text), final))
+        return found
+
+    def final_call(self, calls: Calls) -> SpanView | None:
+        """The model call that answered: the last, when it came after every tool and requested none."""
+        if not self.llms:
+            return None
+        final = self.llms[-1]
+        call = calls[final.span_id]
+        if call.requests or not all(_key(t) < _key(final) for t in self.tools):
+            return None
+        return final
 
 
 def _final_answer(call: ToolCall) -> str | None:
+    """A terminating tool's answer: its one text argument (never its result: that is the
+    framework's acknowledgement)."""
     parsed = loads(call.arguments) if call.arguments else None
     if isinstance(parsed, dict) and len(parsed) == 1:
         value = next(iter(parsed.values()))
         if isinstance(value, str):
             return value
-    return call.bare_argument or call.result
+    return call.bare_argument
+
+
+def _outer_tools(tree: SpanTree, tools: Sequence[SpanView]) -> tuple[set[int], dict[int, int]]:
+    """Tool spans inside tool spans: the outer ones that are bookkeeping (they hold tool spans of
+    other names: a merged-tools span), and, for the inner ones that are the outer call itself (the
+    same name: an MCP client's span and its server's), the outer span they belong to."""
+    inner: dict[int, list[SpanView]] = {}
+    for tool in tools:
+        parent_tool = tree.up[tool.span_id].tool
+        if parent_tool:
+            inner.setdefault(parent_tool, []).append(tool)
+    containers: set[int] = set()
+    same: dict[int, int] = {}
+    for outer_id, children in inner.items():
+        outer = tree.nodes[outer_id]
+        if all(tool_of(c).name == tool_of(outer).name for c in children) and len(children) == 1:
+            same[children[0].span_id] = outer_id
+        else:
+            containers.add(outer_id)
+    return containers, same
+
+
+def _merged_tool(outer: ToolCall, inner: ToolCall) -> ToolCall:
+    """One call seen by two spans: each value from the span that has it plain."""
+    arguments = (outer.arguments if _plain(ARGUMENTS, outer.arguments)
+                 else (inner.arguments or outer.arguments))
+    result = outer.result if _plain(OBSERVATION, outer.result) else (inner.result or outer.result)
+    return replace(outer, arguments=arguments, result=result,
+                   bare_argument=outer.bare_argument or inner.bare_argument,
+                   parameters=outer.parameters or inner.parameters, call_id=outer.call_id or inner.call_id,
+                   captured=outer.captured or inner.captured)
 
 
 class _TraceRuns:
@@ -402,24 +381,34 @@ class _TraceRuns:
 
     def __init__(self, tree: SpanTree, profile: str, result: AgentsMapped) -> None:
         self.tree = tree
-        self.writer = Writer(profile, result)
+        self.writer = NodeWriter(profile, result)
         self.strict = profile == STRICT
         self.result = result
         up = tree.up
-        containers = sorted(tree.at(Place.AGENT) + tree.at(Place.CHAIN), key=_key)
-        owned: dict[int, dict[str, list[SpanView]]] = {c.span_id: {p: [] for p in (
-            Place.TOOL, Place.LLM, Place.RETRIEVER, Place.TURN, Place.AGENT)} for c in containers}
-        for place in (Place.TOOL, Place.LLM, Place.RETRIEVER, Place.TURN, Place.AGENT):
+        all_tools = tree.at(Place.TOOL)
+        containers, same = _outer_tools(tree, all_tools)
+        self.tool_calls: dict[int, ToolCall] = {t.span_id: tool_of(t) for t in all_tools}
+        for inner_id, outer_id in same.items():
+            self.tool_calls[outer_id] = _merged_tool(self.tool_calls[outer_id], self.tool_calls[inner_id])
+        hidden = containers | set(same)
+        """Tool spans that are no step of their own."""
+        places = (Place.TOOL, Place.LLM, Place.RETRIEVER, Place.RERANKER, Place.TURN, Place.AGENT)
+        agents = sorted(tree.at(Place.AGENT) + tree.at(Place.CHAIN), key=_key)
+        owned: dict[int, dict[str, list[SpanView]]] = {c.span_id: {p: [] for p in places} for c in agents}
+        for place in places:
             for span in tree.at(place):
                 owner = up[span.span_id].agent
-                if owner in owned and (place != Place.RETRIEVER or not up[span.span_id].tool):
-                    owned[owner][place].append(span)
+                if owner not in owned or (place == Place.TOOL and span.span_id in hidden):
+                    continue
+                if place in (Place.RETRIEVER, Place.RERANKER) and up[span.span_id].tool:
+                    continue  # a retrieval inside a tool: that step's sub-trace
+                owned[owner][place].append(span)
         self.run_of: dict[int, Run] = {}
         runs: list[Run] = []
-        for c in containers:
+        for c in agents:
             mine = owned[c.span_id]
             kind = tree.place[c.span_id]
-            if kind == Place.CHAIN and not self._agentic(mine):
+            if not self._agentic(mine) and (mine[Place.RETRIEVER] or kind == Place.CHAIN):
                 if not mine[Place.RETRIEVER]:
                     continue  # a chain that neither acts nor retrieves: nothing to explain
                 run = Run(c, [agent_of(c)], kind, rag=True)
@@ -433,7 +422,7 @@ class _TraceRuns:
             if run.top.span_id in merged:
                 continue
             mine = owned[run.top.span_id]
-            members = [m for m in mine[Place.AGENT] if not up[m.span_id].tool]
+            members = [m for m in mine[Place.AGENT] if not up[m.span_id].tool and m.span_id in self.run_of]
             if run.rag or mine[Place.TOOL] or mine[Place.LLM] or not members:
                 continue
             entry = members[0]
@@ -442,19 +431,16 @@ class _TraceRuns:
             merged.add(entry.span_id)
         runs = [r for r in runs if r.top.span_id not in merged]
         for run in runs:
-            spans = [s for s, r in self.run_of.items() if r is run]
-            for span_id in spans:
+            for span_id in [s for s, r in self.run_of.items() if r is run]:
                 mine = owned[span_id]
                 run.tools += mine[Place.TOOL]
                 run.llms += mine[Place.LLM]
                 run.retrievers += mine[Place.RETRIEVER]
-            run.tools.sort(key=_key)
-            run.llms.sort(key=_key)
-            run.retrievers.sort(key=_key)
-            run.final_tools = [t for t in run.tools if tool_of(t).name in FINAL_ANSWER_TOOLS]
-            steps = [t for t in run.tools if t not in run.final_tools]
-            run.number = {t.span_id: n for n, t in enumerate(steps, 1)}
-            run.tools = steps
+                run.rerankers += mine[Place.RERANKER]
+            for spans in (run.tools, run.llms, run.retrievers, run.rerankers):
+                spans.sort(key=_key)
+            run.final_tools = [t for t in run.tools if self.tool_calls[t.span_id].name in FINAL_ANSWER_TOOLS]
+            run.tools = [t for t in run.tools if t not in run.final_tools]
         for run in runs:
             owner_up = up[run.top.span_id]
             parent = self.run_of.get(owner_up.agent)
@@ -472,12 +458,61 @@ class _TraceRuns:
             run.uuid = self._uuid(run.top)
         self.free_calls = [c for c in tree.at(Place.LLM)
                            if not up[c.span_id].agent and not up[c.span_id].under_prov]
-        self.calls = completed([c for r in runs for c in r.llms])
+        self.node_of: dict[int, str] = {}
+        """The node each span was written as (what an evaluation on that span evaluates)."""
+        merged_calls = {outer: merged_call(llm_of(tree.nodes[outer]), [llm_of(tree.nodes[i]) for i in inner])
+                        for outer, inner in tree.inner_llms.items()}
+        self.calls = completed([c for r in runs for c in r.llms], merged_calls)
+        executed = {call.call_id for call in self.tool_calls.values() if call.call_id}
+        executed_names = {call.name for call in self.tool_calls.values()}
+        self.matched: dict[Run, dict[int, tuple[SpanView, Request | None]]] = {}
+        for run in runs:
+            claimed: Claimed = set()
+            self.matched[run] = match_requests(run.llms, run.tools, self.calls, claimed, self.tool_calls)
+            idle = [self.tool_calls[t.span_id] for t in run.tools
+                    if self.matched[run].get(t.span_id, (None, None))[1] is None]
+            requested = [] if run.rag else self._requested(run, claimed, executed, executed_names, idle)
+            steps: list[tuple[tuple[int, int, int], SpanView | Requested]] = [
+                ((t.start_ns, t.span_id, -1), t) for t in run.tools]
+            steps += [(r.key, r) for r in requested]
+            steps.sort(key=lambda pair: pair[0])
+            for n, (_, step) in enumerate(steps, 1):
+                if isinstance(step, Requested):
+                    run.requested.append((n, step))
+                else:
+                    run.number[step.span_id] = n
+
+    def _requested(self, run: Run, claimed: Claimed, executed: set[str], executed_names: set[str],
+                   idle: list[ToolCall]) -> list[Requested]:
+        """The tool calls the run's model requested that no tool span executes: by id where the
+        request has one, else only when no tool span of that name is in the trace; and a request a
+        tool span of the run matched to nothing may stand for (``idle``: by name, in any order) is
+        that span's."""
+        found = []
+        seen: set[str] = set()
+        idle = list(idle)
+        for llm in run.llms:
+            call = self.calls[llm.span_id]
+            for index, request in enumerate(call.requests):
+                if request.id in seen:
+                    continue  # the same request, repeated by a later span
+                if request.id:
+                    seen.add(request.id)
+                if (llm.span_id, index) in claimed or request.name in TERMINATORS:
+                    continue
+                if request.id in executed or (not request.id and request.name in executed_names):
+                    continue
+                executor = next((c for c in idle if _same_call(c, request)
+                                 and (not c.call_id or c.call_id == request.id)), None)
+                if executor is not None:
+                    idle.remove(executor)
+                    continue
+                found.append(Requested(llm, index, request))
+        return found
 
     @staticmethod
     def _agentic(mine: dict[str, list[SpanView]]) -> bool:
-        """A chain runs an agent when it calls tools, has agent or turn spans, or offers its model
-        tools."""
+        """A run acts when it calls tools, has agent or turn spans, or offers its model tools."""
         if mine[Place.TOOL] or mine[Place.AGENT] or mine[Place.TURN]:
             return True
         return any(llm_of(c).offered_tools or llm_of(c).requests for c in mine[Place.LLM])
@@ -496,20 +531,48 @@ class _TraceRuns:
                    if tool is not None and run.name}
         for run in self.runs:
             if run.rag:
-                self._rag_chain(run)
+                self._rag_run(run)
             else:
                 self._agent(run, links[run], targets)
-        consumed = {r.retrievers[0].span_id for r in self.runs if r.rag and r.retrievers}
+        consumed = {s.span_id for r in self.runs if r.rag for s in r.retrievers}
         for retriever in self.tree.at(Place.RETRIEVER):
             if retriever.span_id not in consumed:
                 self._retrieval(retriever)
+        self._evaluations()
+
+    def _evaluations(self) -> None:
+        """Each evaluation of a span, of the node the span was written as (else of the nearest
+        span above that was written as one)."""
+        by_target: dict[str, list[tuple[Evaluation, SpanView]]] = {}
+        for view in self.tree.nodes.values():
+            read = view.info if isinstance(view.info, Read) else None
+            if read is None or not read.evaluations:
+                continue
+            target: str | None = None
+            current: SpanView | None = view
+            seen: set[int] = set()
+            while current is not None and current.span_id not in seen:
+                seen.add(current.span_id)
+                target = self.node_of.get(current.span_id)
+                if target is not None:
+                    break
+                current = self.tree.nodes.get(current.parent_id)
+            if target is None:
+                self.result.problems.append(UNEVALUATED)
+                continue
+            by_target.setdefault(target, []).extend((e, view) for e in read.evaluations)
+        for target, found in by_target.items():
+            found.sort(key=lambda pair: (pair[0].time_ns, pair[1].span_id, pair[0].name, pair[0].label or "",
+                                         pair[0].score if pair[0].score is not None else -1.0))
+            for n, (evaluation, view) in enumerate(found, 1):
+                self.writer.evaluation(target, n, evaluation, view)
 
     def _links(self) -> dict[Run, tuple[str | None, Run | None, SpanView | None]]:
         """What each run's Question derives from: the step it runs in, the hand-off step that
         delegated to it (with the run that handed off), the enclosing run's Question, or (a top run)
         the step of ours it runs in.  A hand-off names its target, else it is the next agent's."""
-        handoffs = sorted(((t, r) for r in self.runs for t in r.tools if tool_of(t).handoff is not None),
-                          key=lambda pair: _key(pair[0]))
+        handoffs = sorted(((t, r) for r in self.runs for t in r.tools
+                           if self.tool_calls[t.span_id].handoff is not None), key=lambda pair: _key(pair[0]))
         links: dict[Run, tuple[str | None, Run | None, SpanView | None]] = {}
         for run in sorted(self.runs, key=lambda r: _key(r.top)):
             parent = run.parent
@@ -518,11 +581,12 @@ class _TraceRuns:
             elif run.via and run.via in parent.number:
                 links[run] = (analysis_iri(parent.uuid, parent.number[run.via]), None, None)
             else:
-                links[run] = (question_iri(A.FLOW_AGENT, parent.uuid), None, None)
+                links[run] = (question_iri(A.FLOW_DOC_RAG if parent.rag else A.FLOW_AGENT, parent.uuid),
+                              None, None)
                 if run in parent.members:
                     earlier = [(t, r) for t, r in handoffs if _key(t) <= _key(run.top) and r is not run]
-                    named = [(t, r) for t, r in earlier if tool_of(t).handoff == run.name]
-                    unnamed = [(t, r) for t, r in earlier if not tool_of(t).handoff]
+                    named = [(t, r) for t, r in earlier if self.tool_calls[t.span_id].handoff == run.name]
+                    unnamed = [(t, r) for t, r in earlier if not self.tool_calls[t.span_id].handoff]
                     for tool, owner in (named or unnamed)[-1:]:
                         handoffs.remove((tool, owner))
                         links[run] = (analysis_iri(owner.uuid, owner.number[tool.span_id]), owner, tool)
@@ -535,44 +599,98 @@ class _TraceRuns:
     def _agent(self, run: Run, link: tuple[str | None, Run | None, SpanView | None],
                targets: Mapping[int, str]) -> None:
         writer = self.writer
-        query = run.question()
+        query = run.question(self.calls)
         if query is None and run.captured(self.calls):
             self.result.problems.append(NO_QUERY)
         derived, delegator, _ = link
         finished = run.top.end_ns > 0 and not run.top.error
-        answer = run.answer(self.calls)
-        extra: dict[str, Any] = {A.ITERATION: len(run.tools), **self._common(run)}
-        if finished or answer is not None:
-            extra[A.ANSWER] = answer or ""
-        writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra, answer_missing=answer is None)
+        answer, source = run.answer(self.calls)
+        extra: dict[str, Any] = {A.ITERATION: run.steps, **self._common(run)}
+        if source is not None:
+            extra.update(cost_attrs(source, self.calls[source.span_id].meta))
+        conclusion = (answer, answer is None) if finished or answer is not None else None
+        question = writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra, answer=conclusion)
+        end = conclusion_iri(run.uuid) if conclusion is not None else question
+        for span_id in [s for s, r in self.run_of.items() if r is run]:
+            self.node_of[span_id] = end
+        if source is not None and conclusion is not None:
+            self.node_of[source.span_id] = end
         if self.strict and delegator is not None and delegator.name and run.name \
                 and delegator.name != run.name:
             # PROV's delegation: the agent handed off to acted on behalf of the one handing off.
-            self.result.quads.append((iri(software_agent_iri(run.name)), NT.actedOnBehalfOf,
-                                      iri(software_agent_iri(delegator.name)), NT.graph))
-        matched = match_requests(run.llms, run.tools, self.calls)
+            writer.add(iri(software_agent_iri(run.name)), NT.actedOnBehalfOf,
+                       iri(software_agent_iri(delegator.name)))
+        matched = self.matched[run]
+        common = self._common(run)
         for tool in run.tools:
-            step = tool_step(tool, matched.get(tool.span_id), self.calls, targets.get(tool.span_id))
-            writer.step(run.uuid, run.number[tool.span_id], step, self._common(run))
+            step = tool_step(tool, self.tool_calls[tool.span_id], matched.get(tool.span_id), self.calls,
+                             targets.get(tool.span_id))
+            number = run.number[tool.span_id]
+            writer.step(run.uuid, number, step, common)
+            self.node_of[tool.span_id] = analysis_iri(run.uuid, number)
+            if step.llm is not None:
+                self.node_of.setdefault(step.llm.span_id, analysis_iri(run.uuid, number))
+        for number, requested in run.requested:
+            writer.step(run.uuid, number, self._requested_step(run, requested), common)
+            self.node_of.setdefault(requested.llm.span_id, analysis_iri(run.uuid, number))
+
+    def _requested_step(self, run: Run, requested: Requested) -> Analysis:
+        """A step only the model's messages show: its observation from a later call's input, by id,
+        else by order (the next call's tool results, in the order of the requests)."""
+        llm, request = requested.llm, requested.request
+        call = self.calls[llm.span_id]
+        later = [c for c in run.llms if _key(c) > _key(llm)]
+        result: tuple[str, SpanView] | None = None
+        if request.id:
+            result = next(((text, c) for c in later for rid, text in self.calls[c.span_id].results
+                           if rid == request.id), None)
+        elif later:
+            untagged = [text for rid, text in self.calls[later[0].span_id].results if not rid]
+            mine = [r for _, r in run.requested if r.llm is llm]
+            position = mine.index(requested) if requested in mine else -1
+            if 0 <= position < len(untagged) and len(untagged) == len(mine):
+                result = (untagged[position], later[0])
+        missing = [] if call.output_captured else [THOUGHT]
+        if result is None:
+            missing.append(OBSERVATION)
+        if request.arguments is None:
+            missing.append(ARGUMENTS)
+        return Analysis(llm, request.name, call.thought if call.output_captured else None, request.arguments,
+                        result[0] if result else None, tuple(missing),
+                        result[1].start_ns if result else llm.end_ns, llm=llm, call=call, tool_span=False)
 
     # -- retrieval ----------------------------------------------------------------------------------
 
-    def _rag_chain(self, run: Run) -> None:
-        """A chain that retrieves: a DocRAG session (its first retrieval is the Exploration)."""
+    def _rag_run(self, run: Run) -> None:
+        """A run that retrieves and does not act: a DocRAG session (its retrievals are the
+        Exploration, its rerankings the Focus, the answer its Synthesis)."""
         retriever = run.retrievers[0]
-        found = retrieval_of(retriever)
-        query = run.reads[0].question or found.query
-        derived = self.tree.up[run.top.span_id].link
+        found = _joined([retrieval_of(r) for r in run.retrievers])
+        query = first_plain_of(V.QUERY, [*(r.question for r in run.reads), found.query])
+        parent = self.tree.up[run.top.span_id]
+        derived = parent.link
+        outer = self.run_of.get(parent.agent)
+        if outer is not None and outer is not run:
+            derived = (analysis_iri(outer.uuid, outer.number[parent.tool]) if parent.tool in outer.number
+                       else question_iri(A.FLOW_AGENT, outer.uuid))
         self.writer.session(run.top, A.FLOW_DOC_RAG, run.uuid, query, derived, {})
         self._exploration(run.uuid, retriever, found)
-        answer = run.reads[0].answer
+        focused = self._focus(run.uuid, [r for r in run.rerankers if r.start_ns >= retriever.start_ns])
+        answer: str | None = run.reads[0].answer
         source: SpanLike = run.top
-        if answer is None:
-            after = [c for c in run.llms if c.start_ns >= retriever.end_ns and llm_of(c).text]
+        if not _plain(V.CONTENT, answer):
+            after = [c for c in run.llms
+                     if c.start_ns >= retriever.end_ns and _plain(V.CONTENT, llm_of(c).text)]
             if after:
                 source, answer = after[0], llm_of(after[0]).text
+        for span in run.retrievers:
+            self.node_of[span.span_id] = exploration_iri(A.FLOW_DOC_RAG, run.uuid)
+        self.node_of[run.top.span_id] = question_iri(A.FLOW_DOC_RAG, run.uuid)
         if answer is not None or run.top.end_ns > 0:
-            self._synthesis(run.uuid, source, answer)
+            self._synthesis(run.uuid, source, answer, focused)
+            self.node_of[run.top.span_id] = synthesis_iri(A.FLOW_DOC_RAG, run.uuid)
+            if source is not run.top:
+                self.node_of[source.span_id] = synthesis_iri(A.FLOW_DOC_RAG, run.uuid)
 
     def _retrieval(self, retriever: SpanView) -> None:
         """A retrieval on its own: a DocRAG session, a sub-trace of the step (or agent, or our own
@@ -587,14 +705,18 @@ class _TraceRuns:
                 derived = analysis_iri(run.uuid, run.number[up.tool])
                 tool = self.tree.nodes[up.tool]
             else:
-                derived = question_iri(A.FLOW_AGENT, run.uuid)
+                derived = question_iri(A.FLOW_DOC_RAG if run.rag else A.FLOW_AGENT, run.uuid)
         uuid = self._uuid(retriever)
         self.writer.session(retriever, A.FLOW_DOC_RAG, uuid, found.query, derived, {})
         self._exploration(uuid, retriever, found)
+        self.node_of[retriever.span_id] = exploration_iri(A.FLOW_DOC_RAG, uuid)
+        rerankers = [r for r in self.tree.at(Place.RERANKER) if self.tree.up[r.span_id].agent == up.agent
+                     and self.tree.up[r.span_id].tool == up.tool and r.start_ns >= retriever.start_ns]
+        focused = self._focus(uuid, rerankers) if tool is not None else False
         if tool is not None:
-            result = tool_of(tool).result
-            if result is not None or tool_of(tool).captured:
-                self._synthesis(uuid, tool, result)
+            call = self.tool_calls.get(tool.span_id, tool_of(tool))
+            if call.result is not None or call.captured:
+                self._synthesis(uuid, tool, call.result, focused)
 
     def _exploration(self, uuid: str, span: SpanLike, found: Retrieval) -> None:
         attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_EXPLORATION}
@@ -602,15 +724,55 @@ class _TraceRuns:
             attrs[A.SESSION_ID] = uuid
         if found.chunks is not None:
             attrs[A.CHUNK_IDS] = list(found.chunks)
+            if found.scores is not None:
+                attrs[A.CHUNK_SCORES] = list(found.scores)
         if self.writer.emit(span, attrs) and found.chunks is None:
             self.writer.not_captured(exploration_iri(A.FLOW_DOC_RAG, uuid), [CHUNKS])
 
-    def _synthesis(self, uuid: str, span: SpanLike, content: str | None) -> None:
-        attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_SYNTHESIS, A.CONTENT: content or ""}
-        if uuid != uuid_from_trace_id(span.trace_id):
+    def _focus(self, uuid: str, rerankers: Sequence[SpanView]) -> bool:
+        """The chunks the (last) reranking selected, with their scores: the session's Focus.  False
+        when there is none."""
+        if not rerankers:
+            return False
+        reranker = rerankers[-1]
+        found = retrieval_of(reranker)
+        attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_FOCUS}
+        if uuid != uuid_from_trace_id(reranker.trace_id):
             attrs[A.SESSION_ID] = uuid
-        if self.writer.emit(span, attrs) and content is None:
-            self.writer.not_captured(synthesis_iri(A.FLOW_DOC_RAG, uuid), [CONTENT])
+        if found.chunks is not None:
+            attrs[A.CHUNK_IDS] = list(found.chunks)
+            if found.scores is not None:
+                attrs[A.CHUNK_SCORES] = list(found.scores)
+        if not self.writer.emit(reranker, attrs):
+            return False
+        if found.chunks is None:
+            self.writer.not_captured(doc_focus_iri(uuid), [CHUNKS])
+        return True
+
+    def _synthesis(self, uuid: str, span: SpanLike, content: str | None, focused: bool = False) -> None:
+        self.writer.synthesis(A.FLOW_DOC_RAG, uuid, span, content, content is None, focused)
+
+
+def first_plain_of(prop: str, values: Sequence[str | None]) -> str | None:
+    """The first of ``values`` that is plain for ``prop``, else the first recorded."""
+    return next((v for v in values if _plain(prop, v)), next((v for v in values if v is not None), None))
+
+
+def _joined(found: Sequence[Retrieval]) -> Retrieval:
+    """Several retrievals of one session as one Exploration: the first query, every chunk once."""
+    if len(found) == 1:
+        return found[0]
+    chunks: list[str] = []
+    scores: list[float | None] = []
+    known = any(r.chunks is not None for r in found)
+    for r in found:
+        for n, chunk in enumerate(r.chunks or ()):
+            if chunk not in chunks:
+                chunks.append(chunk)
+                scores.append(r.scores[n] if r.scores else None)
+    query = first_plain_of(V.QUERY, [r.query for r in found])
+    return Retrieval(query, tuple(chunks) if known else None,
+                     tuple(scores) if any(s is not None for s in scores) else None)
 
 
 def trace_mapped(views: Sequence[SpanView], profile: str, result: AgentsMapped) -> None:

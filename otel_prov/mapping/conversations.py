@@ -38,8 +38,9 @@ from typing import Any
 from .. import attributes as A
 from ..model.iris import nested_agent_uuid
 from ..model.quads import Quad
-from .agents import OBSERVATION, THOUGHT, AgentsMapped, Analysis, Writer, llm_of
+from .nodes import OBSERVATION, THOUGHT, AgentsMapped, Analysis, NodeWriter, cost_attrs
 from .spans import SpanView
+from .tree import llm_of
 
 CallId = tuple[int, int]
 """(trace id, span id) of a model call."""
@@ -97,7 +98,7 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
     """The quads of one conversation (its calls in order) into ``result``."""
     if not calls or not is_session(calls):
         return
-    writer = Writer(profile, result)
+    writer = NodeWriter(profile, result)
     first, last = calls[0], calls[-1]
     uuid = nested_agent_uuid(first.trace_id, first.span_id)
     answered: dict[str, tuple[str, SpanView]] = {}
@@ -114,15 +115,17 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
             if result_of is None:
                 missing.append(OBSERVATION)
             steps.append(Analysis(call, request.name, found.thought if found.output_captured else None,
-                              request.arguments, result_of[0] if result_of else None, tuple(missing),
-                              result_of[1].start_ns if result_of else call.end_ns))
+                                  request.arguments, result_of[0] if result_of else None, tuple(missing),
+                                  result_of[1].start_ns if result_of else call.end_ns, llm=call, call=found,
+                                  tool_span=False))
     extra: dict[str, Any] = {A.ITERATION: len(steps)}
-    answer = None
+    conclusion = None
     if not llm_of(last).requests:
         answer = llm_of(last).text
-        extra[A.ANSWER] = answer or ""
+        conclusion = (answer, answer is None)
+        extra.update(cost_attrs(last, llm_of(last).meta))
     writer.session(first, A.FLOW_AGENT, uuid, llm_of(first).question, None, extra, end_ns=last.end_ns,
-                   answer_missing=answer is None)
+                   answer=conclusion)
     for number, step in enumerate(steps, 1):
         writer.step(uuid, number, step, {})
 

@@ -23,10 +23,13 @@ from .. import attributes as A
 from ..model.iris import (
     activity_iri,
     analysis_iri,
+    chunk_selection_iri,
     conclusion_iri,
+    doc_focus_iri,
     edge_selection_iri,
     exploration_iri,
     focus_iri,
+    model_iri,
     question_iri,
     session_activity_iri,
     session_uuid,
@@ -40,6 +43,7 @@ from ..model.terms import (
     checked_iri,
     clean_text,
     datetime_from_ns,
+    double,
     has_invalid_text,
     integer,
     iri,
@@ -105,13 +109,52 @@ class _Ctx:
         if value is not None:
             self.out.append((s, p, literal(value), _G))
 
-    def stamp(self, node: str, *, span_id: bool = True) -> None:
-        """The trace id, span id and error status that every node records."""
+    def stamp(self, node: str, *, span_id: bool = True, times: bool = True) -> None:
+        """The trace id, span id, times and error status that every node records."""
         self.add(node, NT.traceId, trace_id_literal(self.rec.trace_id))
         if span_id:
             self.add(node, NT.spanId, span_id_literal(self.rec.span_id))
+        if times:
+            self.times(node)
         if self.rec.error:
             self.add(node, NT.statusMessage, literal(self.rec.status_message or "error"))
+
+    def times(self, node: str) -> None:
+        """When the span the node was written from started and (once it has) ended."""
+        if self.rec.start_ns > 0:
+            self.add(node, NT.startTime, datetime_from_ns(self.rec.start_ns))
+        if self.rec.end_ns > 0:
+            self.add(node, NT.endTime, datetime_from_ns(self.rec.end_ns))
+
+    def cost(self, node: str, activity: str | None) -> None:
+        """What the step's model and tool calls cost, when the span says (:data:`A.GEN_AI_REQUEST_MODEL`
+        ... :data:`A.TOOL_DURATION_MS`); strict: the model as a software agent of ``activity``."""
+        attrs = self.attrs
+        model = self.text(A.GEN_AI_REQUEST_MODEL)
+        if model:
+            self.add(node, NT.tg_llmModel, literal(model))
+            if activity is not None:
+                agent = iri(model_iri(model))
+                self.add(activity, NT.wasAssociatedWith, agent)
+                self.add(agent, NT.type, NT.Agent)
+                self.add(agent, NT.type, NT.SoftwareAgent)
+                self.add(agent, NT.label, literal(model))
+        provider = self.text(A.GEN_AI_PROVIDER_NAME)
+        if provider:
+            self.add(node, NT.modelProvider, literal(provider))
+        for key, predicate in ((A.GEN_AI_USAGE_INPUT_TOKENS, NT.tg_inToken),
+                               (A.GEN_AI_USAGE_OUTPUT_TOKENS, NT.tg_outToken),
+                               (A.GEN_AI_USAGE_REASONING_TOKENS, NT.reasoningTokens),
+                               (A.LLM_DURATION_MS, NT.tg_llmDurationMs),
+                               (A.TOOL_DURATION_MS, NT.tg_toolDurationMs)):
+            number = int_attr(attrs, key, 0)
+            if number is not None:
+                self.add(node, predicate, integer(number))
+        reason = attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS)
+        if isinstance(reason, (list, tuple)):
+            reason = next((r for r in reason if isinstance(r, str) and r), None)
+        if isinstance(reason, str) and reason:
+            self.add(node, NT.finishReason, literal(reason))
 
     def step_activity(self, entity: str, used: str) -> None:
         """Strict profile: the span as the activity that generated ``entity`` from ``used``."""
@@ -132,7 +175,7 @@ class _Ctx:
         self.add(act, NT.endedAtTime, datetime_from_ns(self.rec.end_ns))
         self.add(act, NT.used, used)
         self.software_agent(act)
-        self.stamp(act)
+        self.stamp(act, times=False)  # an activity's times are PROV's own
 
     def software_agent(self, activity: str) -> None:
         name = self.text(A.GEN_AI_AGENT_NAME)
@@ -209,6 +252,7 @@ def _question(c: _Ctx, *, is_session: bool) -> None:
         c.activity(iri(session_activity_iri(question_iri(c.flow, c.uuid))), q)
         c.add(q, NT.traceId, trace_id_literal(c.rec.trace_id))
         c.add(q, NT.spanId, span_id_literal(c.rec.span_id))
+        c.times(q)
     else:
         c.stamp(q)
 
@@ -230,9 +274,12 @@ def _conclusion(c: _Ctx) -> None:
     c.entity(node, NT.tg_Conclusion)
     c.add(node, NT.tg_answer, literal(c.text(A.ANSWER) or ""))
     c.add(node, NT.wasDerivedFrom, prev)
-    c.stamp(node)
+    # Written from the session's span, the Conclusion has no times of its own (the session's are
+    # the Question's); from a conclusion span of its own, that span's.
+    c.stamp(node, times=c.attrs.get(A.STEP) == A.STEP_CONCLUSION)
+    session = iri(session_activity_iri(question_iri(c.flow, c.uuid)))
+    c.cost(node, session if c.strict else None)
     if c.strict:
-        session = iri(session_activity_iri(question_iri(c.flow, c.uuid)))
         c.add(node, NT.wasGeneratedBy, session)
         c.add(node, NT.generatedAtTime, datetime_from_ns(c.rec.end_ns))
 
@@ -251,6 +298,9 @@ def _analysis(c: _Ctx) -> None:
     c.add_text(node, NT.tg_observation, A.OBSERVATION)
     c.add(node, NT.wasDerivedFrom, prev)
     c.stamp(node)
+    c.cost(node, iri(activity_iri(node[1:-1])) if c.strict else None)
+    if c.rec.error:
+        c.add(node, NT.tg_toolError, literal(c.rec.status_message or "error"))
     if c.strict:
         c.step_activity(node, prev)
 
@@ -267,8 +317,7 @@ def _exploration_step(c: _Ctx) -> None:
         chunks = _string_list(c, A.CHUNK_IDS)
         if A.CHUNK_IDS in c.attrs:  # absent: not recorded (a count of 0 would be made up)
             c.add(node, NT.tg_chunkCount, integer(len(chunks)))
-        for chunk in chunks:
-            c.add(node, NT.tg_selectedChunk, literal(chunk))
+        _chunks(c, node, chunks)
     else:
         count = int_attr(c.attrs, A.EDGE_COUNT, 0)
         if count is None:
@@ -318,9 +367,48 @@ def _focus(c: _Ctx) -> None:
         c.step_activity(node, exploration)
 
 
+def _chunks(c: _Ctx, node: str, chunks: list[str]) -> None:
+    """A DocRAG Exploration's or Focus's chunks (``tg:selectedChunk``) and, where the span gives
+    their scores (:data:`A.CHUNK_SCORES`), one ``tg:ChunkSelection`` per chunk with its score and
+    rank."""
+    for chunk in chunks:
+        c.add(node, NT.tg_selectedChunk, literal(chunk))
+    scores = c.attrs.get(A.CHUNK_SCORES)
+    if not isinstance(scores, (list, tuple)):
+        return
+    for rank, (chunk, score) in enumerate(zip(chunks, scores, strict=False), 1):
+        selection = iri(chunk_selection_iri(node[1:-1], rank))
+        c.add(node, NT.chunkSelection, selection)
+        c.add(selection, NT.type, NT.tg_ChunkSelection)
+        if c.strict:
+            c.add(selection, NT.type, NT.Entity)
+        c.add(selection, NT.tg_selectedChunk, literal(chunk))
+        c.add(selection, NT.rank, integer(rank))
+        if isinstance(score, (int, float)) and not isinstance(score, bool) and score == score:
+            c.add(selection, NT.tg_score, double(float(score)))
+
+
+def _doc_focus(c: _Ctx) -> None:
+    """A DocRAG session's Focus: the chunks a reranker selected from the Exploration's."""
+    node = iri(doc_focus_iri(c.uuid))
+    exploration = _exploration(c)
+    c.entity(node, NT.tg_Focus)
+    c.add(node, NT.wasDerivedFrom, exploration)
+    chunks = _string_list(c, A.CHUNK_IDS)
+    if A.CHUNK_IDS in c.attrs:
+        c.add(node, NT.tg_chunkCount, integer(len(chunks)))
+    _chunks(c, node, chunks)
+    c.stamp(node)
+    if c.strict:
+        c.step_activity(node, exploration)
+
+
 def _synthesis(c: _Ctx) -> None:
     node = iri(synthesis_iri(c.flow, c.uuid))
-    prev = _exploration(c) if c.flow == A.FLOW_DOC_RAG else iri(focus_iri(c.uuid))
+    if c.flow == A.FLOW_DOC_RAG:
+        prev = iri(doc_focus_iri(c.uuid)) if c.attrs.get(A.FROM_FOCUS) is True else _exploration(c)
+    else:
+        prev = iri(focus_iri(c.uuid))
     c.entity(node, NT.tg_Synthesis)
     c.add(node, NT.tg_content, literal(c.text(A.CONTENT) or ""))
     c.add(node, NT.wasDerivedFrom, prev)
@@ -363,6 +451,7 @@ _HANDLERS[(A.FLOW_AGENT, A.STEP_ANALYSIS)] = _analysis
 _HANDLERS[(A.FLOW_AGENT, A.STEP_TOOL)] = _tool
 _HANDLERS[(A.FLOW_AGENT, A.STEP_CONCLUSION)] = _conclusion
 _HANDLERS[(A.FLOW_GRAPH_RAG, A.STEP_FOCUS)] = _focus
+_HANDLERS[(A.FLOW_DOC_RAG, A.STEP_FOCUS)] = _doc_focus
 del _flow
 
 

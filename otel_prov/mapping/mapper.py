@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +38,17 @@ from .conversations import LEFT_OUT, Conversations
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
 from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
-from .spans import SpanRecord, SpanView
-from .tree import Kind, framework_role, skeleton, trace_view, view_kind, view_size
+from .spans import Event, LogRecord, SpanRecord, SpanView
+from .tree import Kind, framework_role, log_order, skeleton, trace_view, view_kind, view_size, with_logs
 
 logger = logging.getLogger(__name__)
+
+TIME_KEY = "otel_prov.event.time"
+"""A log record's time, kept with its event (the events of a span are read in time order)."""
+
+
+def _event_size(event: Event) -> int:
+    return 64 + sum(len(k) + (len(v) if isinstance(v, str) else 16) for k, v in event[1].items())
 
 MAX_TRACES = 10_000
 """Traces whose span trees are remembered."""
@@ -93,9 +100,17 @@ ConversationOp = tuple[int, tuple[SpanView, ...] | None]
 """``(trace id, its free model calls)``, or ``(trace id, None)``: the trace was forgotten."""
 
 
+LOG_UNATTACHED = "GenAI event (log record) without a trace and span id: it cannot be joined to a span"
+LATE_LOG = "GenAI event (log record) of a trace already forgotten (mapper memory bound reached): not mapped"
+LOG_TOO_LARGE = "GenAI event (log record) with a value over the attribute limit: not mapped"
+
+
 @dataclass
 class _TraceState:
     nodes: dict[int, SpanView] = field(default_factory=dict)
+    logs: dict[int, tuple[Event, ...]] = field(default_factory=dict)
+    """The GenAI events that came as log records, by the span they belong to (which may not have
+    arrived yet), in a canonical order (:func:`.tree.log_order`)."""
     relevant: int = 0
     size: int = 0
     waiting: int = 0
@@ -140,9 +155,20 @@ class TraceMapper:
         self._failed = 0
         self._lock = threading.Lock()
 
-    def map(self, records: Iterable[SpanRecord]) -> Update:
+    def map(self, records: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> Update:
+        """The update of the store for a batch of spans and of the GenAI events sent as log records
+        (``logs``: joined to their spans by trace and span id, whichever arrives first)."""
         direct = Mapped()
         by_trace: dict[int, list[SpanRecord]] = {}
+        logs_by_trace: dict[int, list[LogRecord]] = {}
+        log_problems: list[str] = []
+        for log in logs:
+            if not log.trace_id or not log.span_id:
+                log_problems.append(LOG_UNATTACHED)
+            elif oversized("", log.attributes, "", self.max_attribute_bytes) is not None:
+                log_problems.append(LOG_TOO_LARGE)
+            else:
+                logs_by_trace.setdefault(log.trace_id, []).append(log)
         failed: list[tuple[SpanRecord, str]] = []
         limit = self.max_attribute_bytes
         for rec in records:
@@ -162,12 +188,13 @@ class TraceMapper:
                     continue
             by_trace.setdefault(rec.trace_id, []).append(rec)
         update = Update(add=direct.quads, mapped=direct.mapped, ignored=direct.ignored,
-                        problems=direct.problems, failed=failed)
-        if by_trace:
+                        problems=direct.problems + log_problems, failed=failed)
+        if by_trace or logs_by_trace:
             with self._lock:
                 touched: set[tuple[int, int]] = set()
-                for trace_id, recs in by_trace.items():
-                    self._update_trace(trace_id, recs, update, touched)
+                for trace_id in list(dict.fromkeys([*by_trace, *logs_by_trace])):
+                    self._update_trace(trace_id, by_trace.get(trace_id, []), update, touched,
+                                       logs_by_trace.get(trace_id, ()))
                     self._evict(trace_id, update)
                 if touched:
                     self._remap_conversations(touched, update)
@@ -220,16 +247,24 @@ class TraceMapper:
     # -- one trace --------------------------------------------------------------------------------
 
     def _update_trace(self, trace_id: int, recs: list[SpanRecord], update: Update,
-                      touched: set[tuple[int, int]]) -> None:
+                      touched: set[tuple[int, int]], logs: Sequence[LogRecord] = ()) -> None:
         if trace_id in self._forgotten:
             for rec in recs:
                 if framework_role(rec) is not Role.OTHER:
                     update.problems.append(LATE_SPAN)
                 elif not is_ours(rec):
                     update.ignored += 1
+            update.problems.extend(LATE_LOG for _ in logs)
             return
         trace = self._touch(trace_id)
         new_relevant = new_structure = False
+        if logs and self._add_logs(trace, logs):
+            # New content for a span the mapping reads (a log arriving after its span) changes the
+            # graph; one for a span not here yet waits for it.
+            new_relevant = any(view_kind(trace.nodes[log.span_id]) == Kind.RELEVANT
+                               for log in logs if log.span_id in trace.nodes)
+            if any(log.span_id not in trace.nodes for log in logs) and trace_id in self._plain:
+                self._genai[trace_id] = self._plain.pop(trace_id)  # events of a GenAI trace
         for rec in recs:
             known = trace.nodes.get(rec.span_id)
             if known is None:
@@ -263,6 +298,24 @@ class TraceMapper:
             self._recompute(trace_id, trace, update, touched, recs)
         update.waiting += trace.waiting
 
+    def _add_logs(self, trace: _TraceState, logs: Sequence[LogRecord]) -> bool:
+        """Keep the events of ``logs`` with the trace (each once: a retried request sends them again);
+        whether any is new."""
+        changed = False
+        by_span: dict[int, list[Event]] = {}
+        for log in logs:
+            by_span.setdefault(log.span_id, []).append((log.name, {**log.attributes, TIME_KEY: log.time_ns}))
+        for span_id, events in by_span.items():
+            known = trace.logs.get(span_id, ())
+            merged = log_order([*known, *events])
+            if merged != known:
+                size = sum(_event_size(e) for e in merged) - sum(_event_size(e) for e in known)
+                trace.logs[span_id] = merged
+                trace.size += size
+                self._bytes += size
+                changed = True
+        return changed
+
     def _touch(self, trace_id: int) -> _TraceState:
         for traces in (self._genai, self._plain):
             trace = traces.get(trace_id)
@@ -276,14 +329,14 @@ class TraceMapper:
                    touched: set[tuple[int, int]], recs: list[SpanRecord]) -> None:
         try:
             result = AgentsMapped()
-            trace_mapped(list(trace.nodes.values()), self.profile, result)
+            trace_mapped(self._views(trace), self.profile, result)
             if result.too_large:
                 # Those spans can never be stored: they become skeletons (kept for the tree's
                 # shape, never mapped again), the batch's are rejected, and the trace is mapped
                 # without them.
                 self._reject_too_large(trace, result.too_large, update, recs)
                 result = AgentsMapped()
-                trace_mapped(list(trace.nodes.values()), self.profile, result)
+                trace_mapped(self._views(trace), self.profile, result)
             if self.keeps_conversations:
                 touched |= self._conversations.set_calls(trace_id, result.free_calls, update.problems)
             elif result.free_calls or trace_id in self._shipped:
@@ -311,6 +364,14 @@ class TraceMapper:
         counts = Counter(result.problems)
         update.problems.extend((counts - trace.problems).elements())
         trace.problems |= counts
+
+    @staticmethod
+    def _views(trace: _TraceState) -> list[SpanView]:
+        """The trace's views, each with the content its log records add (:func:`.tree.with_logs`)."""
+        if not trace.logs:
+            return list(trace.nodes.values())
+        return [with_logs(view, trace.logs[span_id]) if span_id in trace.logs else view
+                for span_id, view in trace.nodes.items()]
 
     @staticmethod
     def _reject_too_large(trace: _TraceState, too_large: dict[int, str], update: Update,

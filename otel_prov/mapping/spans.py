@@ -5,6 +5,7 @@ trace's tree keeps of it; :data:`SpanLike` either."""
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,9 +41,69 @@ class SpanRecord:
     (:data:`EVENT_PREFIX`); other events are not kept."""
 
 
-EVENT_PREFIX = "gen_ai."
-"""Events kept on a :class:`SpanRecord` (``gen_ai.client.inference.operation.details``, the deprecated
-``gen_ai.content.prompt`` / ``gen_ai.content.completion``)."""
+EVENT_PREFIX = ("gen_ai.", "db.query.result")
+"""Events kept on a :class:`SpanRecord`: the GenAI events (``gen_ai.client.inference.operation.details``,
+the per-message ``gen_ai.user.message`` ... ``gen_ai.choice``, ``gen_ai.evaluation.result``, the
+deprecated ``gen_ai.content.prompt`` / ``gen_ai.content.completion``) and a vector query's results."""
+
+Event = tuple[str, Mapping[str, Any]]
+"""A span event (or a log record) as the mapping reads it: its name and attributes."""
+
+
+@dataclass(slots=True)
+class LogRecord:
+    """An OTLP log record that is a GenAI event, as the mapping needs it: the span it belongs to, when,
+    its event name, and its attributes with its body's fields (the older GenAI events carry their
+    content in the body)."""
+
+    trace_id: int
+    span_id: int
+    time_ns: int
+    name: str
+    attributes: Mapping[str, Any]
+
+    @property
+    def event(self) -> Event:
+        return (self.name, self.attributes)
+
+
+EVENT_NAME = "event.name"
+"""Where a log record names its event when its ``event_name`` field is empty (older SDKs, Python's
+logging bridge: Semantic Kernel)."""
+
+
+def log_record(trace_id: int, span_id: int, time_ns: int, event_name: str | None,
+               attributes: Mapping[str, Any] | None, body: Any) -> LogRecord | None:
+    """A log record as the mapping reads it, or None when it is no GenAI event (an application's own
+    log line): the event's name from ``event_name`` or the ``event.name`` attribute; the body's fields
+    (a map, or JSON text of one) beside the attributes, a body of another shape as ``content``."""
+    attrs = dict(attributes or {})
+    name = event_name or attrs.pop(EVENT_NAME, None)
+    attrs.pop(EVENT_NAME, None)
+    if not isinstance(name, str) or not name.startswith(EVENT_PREFIX):
+        return None
+    if isinstance(body, str) and body[:1] == "{":
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            body = parsed
+    if isinstance(body, Mapping):
+        for key, value in body.items():
+            attrs.setdefault(str(key), value)
+    elif body not in (None, ""):
+        attrs.setdefault("content", body)
+    return LogRecord(trace_id, span_id, time_ns, name, attrs)
+
+
+def log_from_sdk(item: Any) -> LogRecord | None:
+    """An SDK log record (``ReadableLogRecord``, or the older ``LogData``: both hold ``log_record``)."""
+    rec = getattr(item, "log_record", item)
+    time_ns = getattr(rec, "timestamp", None) or getattr(rec, "observed_timestamp", None) or 0
+    return log_record(getattr(rec, "trace_id", 0) or 0, getattr(rec, "span_id", 0) or 0, int(time_ns),
+                      getattr(rec, "event_name", None), _plain(getattr(rec, "attributes", None)),
+                      getattr(rec, "body", None))
 
 
 class SpanView(NamedTuple):
@@ -262,3 +323,46 @@ def records_from_otlp(resource_spans: Sequence[Any]) -> tuple[list[SpanRecord], 
     for part in otlp_slices(resource_spans, 1 << 62):
         whole = part
     return whole.records, whole.rejected
+
+
+# -- OTLP logs ------------------------------------------------------------------------------------
+
+
+@dataclass
+class LogSlice:
+    """The GenAI events among some OTLP log records: the records kept, and how many were not (an
+    application's own log lines; records tied to no span)."""
+
+    records: list[LogRecord] = field(default_factory=list)
+    ignored: int = 0
+    unattached: int = 0
+    """GenAI events without a valid trace and span id: they cannot be joined to a span."""
+    problems: list[str] = field(default_factory=list)
+
+
+def otlp_logs(resource_logs: Iterable[Any], share: tuple[int, int] | None = None) -> LogSlice:
+    """The GenAI events of an ``ExportLogsServiceRequest.resource_logs`` (``share=(k, n)``: only the
+    records of the traces :func:`trace_share` gives to ``k`` of ``n``)."""
+    found = LogSlice()
+    cut: list[bool] = []
+    for rl in resource_logs:
+        for sl in rl.scope_logs:
+            for rec in sl.log_records:
+                trace_id, span_id = bytes(rec.trace_id), bytes(rec.span_id)
+                if share is not None and trace_share(trace_id, share[1]) != share[0]:
+                    continue
+                name = rec.event_name
+                attributes = key_values(rec.attributes, cut)
+                body = any_value(rec.body, cut=cut) if rec.HasField("body") else None
+                record = log_record(_int(trace_id, "big") if len(trace_id) == 16 else 0,
+                                    _int(span_id, "big") if len(span_id) == 8 else 0,
+                                    rec.time_unix_nano or rec.observed_time_unix_nano, name, attributes, body)
+                if record is None:
+                    found.ignored += 1
+                elif not record.trace_id or not record.span_id:
+                    found.unattached += 1
+                else:
+                    found.records.append(record)
+    if cut:
+        found.problems.append(TOO_DEEP)
+    return found

@@ -9,15 +9,26 @@ as a skeleton (ids, parent, name, start; for our own spans the keys that name th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import attributes as A
-from .dialects import Agent, LLMCall, Retrieval, Role, ToolCall, dialect_of
+from .dialects import (
+    Agent,
+    Dialect,
+    Evaluation,
+    LLMCall,
+    Retrieval,
+    Role,
+    ToolCall,
+    dialect_of,
+    evaluations_of,
+)
 from .flows import is_ours, step_iri
-from .spans import SpanLike, SpanView
+from .spans import Event, SpanLike, SpanRecord, SpanView
 
 PARENT_LOOP = "span whose chain of parents loops (waits forever)"
 READ_FAILED = "a {dialect} span the dialect could not read (left out)"
@@ -46,6 +57,8 @@ class Read:
     role: Role
     data: Agent | ToolCall | LLMCall | Retrieval | None
     turns_below_agent: bool = False
+    evaluations: tuple[Evaluation, ...] = ()
+    """The evaluations of what the span produced (``gen_ai.evaluation.result`` events)."""
 
     def size(self) -> int:
         """Rough bytes of the text it holds."""
@@ -60,6 +73,25 @@ class Read:
                 size += sum(64 + sum(len(v) for v in item if isinstance(v, str)) if isinstance(item, tuple)
                             else 64 + len(str(item)) for item in value)
         return size
+
+
+def _read_as(dialect: Dialect, role: Role, span: SpanLike, problems: list[str]
+             ) -> Agent | ToolCall | LLMCall | Retrieval | None:
+    """What ``dialect`` reads of ``span`` in the role ``role``."""
+    if role is Role.AGENT:
+        return dialect.agent(span, problems)
+    if role is Role.CHAIN:
+        # Only a run's top span needs its content (and only a root can be known to be one as it
+        # arrives); the others are kept as markers.
+        root = span.parent_id == 0 or span.parent_remote
+        return dialect.agent(span, problems) if root else None
+    if role is Role.TOOL:
+        return dialect.tool_call(span, problems)
+    if role is Role.LLM:
+        return dialect.llm_call(span, problems)
+    if role in (Role.RETRIEVER, Role.RERANKER):  # a retrieval, or a reranking (its output documents)
+        return dialect.retrieval(span, problems)
+    return None
 
 
 def framework_role(span: SpanLike) -> Role:
@@ -77,25 +109,77 @@ def _read(span: SpanLike, problems: list[str]) -> Read | None:
     role = dialect.role(span)
     if role is Role.OTHER:
         return None
-    found: Agent | ToolCall | LLMCall | Retrieval | None
     try:
-        if role is Role.AGENT:
-            found = dialect.agent(span, problems)
-        elif role is Role.CHAIN:
-            # Only a run's top span needs its content (and only a root can be known to be one
-            # as it arrives); the others are kept as markers.
-            root = span.parent_id == 0 or span.parent_remote
-            found = dialect.agent(span, problems) if root else None
-        elif role is Role.TOOL:
-            found = dialect.tool_call(span, problems)
-        elif role is Role.LLM:
-            found = dialect.llm_call(span, problems)
-        else:
-            found = dialect.retrieval(span, problems)
+        found = _read_as(dialect, role, span, problems)
+        evaluations = evaluations_of(getattr(span, "events", ()))
     except Exception:  # a dialect must not raise; if one does, the span is left out, counted
         problems.append(READ_FAILED.format(dialect=dialect.name))
         return None
-    return Read(role, found, dialect.turns_below_agent)
+    return Read(role, found, dialect.turns_below_agent, evaluations)
+
+
+# -- log records: a span's events sent apart from it ---------------------------------------------------
+
+_EVENT_RANK = {"gen_ai.system.message": 0, "gen_ai.user.message": 1, "gen_ai.assistant.message": 2,
+               "gen_ai.tool.message": 3, "gen_ai.choice": 4}
+
+
+def log_order(events: Iterable[Event]) -> tuple[Event, ...]:
+    """A span's events from log records, each once, in a canonical order: by time (the record's,
+    kept under ``otel_prov.event.time``), then the order of a conversation (system, user, assistant,
+    tool messages, the choices), then content -- the same whatever order they arrived in."""
+    keyed = {}
+    for name, attrs in events:
+        text = json.dumps(attrs, sort_keys=True, default=str)
+        keyed[(name, text)] = (name, attrs)
+    order = sorted(keyed, key=lambda k: (keyed[k][1].get("otel_prov.event.time", 0),
+                                         _EVENT_RANK.get(k[0], 5), k[0], k[1]))
+    return tuple(keyed[k] for k in order)
+
+
+def with_logs(view: SpanView, events: Sequence[Event]) -> SpanView:
+    """A framework span's view with what its log records add: read by the GenAI conventions (the
+    events' own), in the role the span was read as; what the span recorded itself is kept, what it
+    left out is taken from the events (:func:`merged`)."""
+    read = view.info if isinstance(view.info, Read) else None
+    if read is None or not events:
+        return view
+    from .dialects.genai import GENAI
+
+    span = SpanRecord(view.trace_id, view.span_id, view.name, view.start_ns, view.end_ns, {}, view.parent_id,
+                      view.parent_remote, view.error, view.status_message, tuple(events))
+    problems: list[str] = []
+    try:
+        fragment = _read_as(GENAI, read.role, span, problems)
+        evaluations = evaluations_of(events)
+    except Exception:
+        return view
+    data = read.data if fragment is None else (fragment if read.data is None else merged(read.data, fragment))
+    return view._replace(info=Read(read.role, data, read.turns_below_agent, read.evaluations + evaluations))
+
+
+_D = TypeVar("_D")
+
+
+def merged(own: _D, extra: _D) -> _D:
+    """``own`` (what a span recorded) completed field by field from ``extra`` (what its events add):
+    a field ``own`` leaves empty takes ``extra``'s; flags that say content was recorded are either's."""
+    if not is_dataclass(own) or type(own) is not type(extra):
+        return own
+    changes: dict[str, Any] = {}
+    for item in fields(own):
+        mine, theirs = getattr(own, item.name), getattr(extra, item.name)
+        if item.name in ("captured", "output_captured", "offered_tools"):
+            changes[item.name] = bool(mine) or bool(theirs)
+        elif is_dataclass(mine):
+            changes[item.name] = merged(mine, theirs)
+        elif mine is None or mine == () or mine == "":
+            changes[item.name] = theirs
+    if isinstance(own, LLMCall) and not own.output_captured and isinstance(extra, LLMCall) and \
+            extra.output_captured:
+        for name in ("text", "reasoning", "requests"):
+            changes[name] = getattr(extra, name)
+    return replace(own, **changes)  # type: ignore[type-var]
 
 
 def trace_view(span: SpanLike, problems: list[str] | None = None) -> tuple[SpanView, str]:
@@ -154,6 +238,10 @@ class Up:
     """An ``otel_prov`` span is nearer than any agent."""
     link: str | None = None
     """Under an ``otel_prov`` span: the IRI of its step (what a session below derives from)."""
+    retriever: int = 0
+    """The nearest retrieval above (span id), 0 if none: a retrieval inside one is part of it."""
+    llm: int = 0
+    """The nearest model call above (span id), 0 if none: a model call inside one is that call."""
 
 
 _ROOT = Up()
@@ -170,6 +258,8 @@ class Place:
     """A model call of an agent (not inside one of its tools), or, with no agent above, a call of a
     chat conversation."""
     RETRIEVER = "retriever"
+    RERANKER = "reranker"
+    """A reranking of a run's retrieved documents (the chunks it selected)."""
     TURN = "turn"
     """An unnamed agent span directly below an agent: one of its turns."""
     WAIT = "wait"
@@ -191,6 +281,9 @@ class SpanTree:
         self._problems = problems
         self.remote_roots = 0
         """Spans taken as roots because their parent is remote and has not arrived (it may)."""
+        self.inner_llms: dict[int, list[int]] = {}
+        """Model-call spans inside a model-call span (by the outer's span id): one call, several spans
+        (a framework's wrapper around the client's own span)."""
         for span_id in self.nodes:
             self._resolve(span_id)
 
@@ -262,18 +355,58 @@ class SpanTree:
             if not up.agent:
                 self.place[span_id] = Place.OTHER
                 return up
-            self._set(span, Place.TOOL, up)
-            return Up(agent=up.agent, tool=span_id)
+            self._set(span, Place.TOOL, up)  # a tool inside a tool too (see SpanTree.inner_tools)
+            return Up(agent=up.agent, tool=span_id, retriever=up.retriever)
         if role is Role.LLM:
+            if up.llm:
+                self.place[span_id] = Place.OTHER  # the same call, seen by a span inside it
+                self.inner_llms.setdefault(up.llm, []).append(span_id)
+                return up
             if up.tool or (up.under_prov and not up.agent):
                 self.place[span_id] = Place.OTHER  # a tool's own model call, or inside our step
-            else:
-                self._set(span, Place.LLM, up)
+                return up
+            self._set(span, Place.LLM, up)
+            return Up(up.agent, up.tool, up.under_prov, up.link, up.retriever, llm=span_id)
+        if role is Role.RERANKER:
+            self._set(span, Place.RERANKER, up)
+            return up
+        if up.retriever:
+            self.place[span_id] = Place.OTHER  # a retrieval inside a retrieval: part of it
             return up
         self._set(span, Place.RETRIEVER, up)
-        return up
+        return Up(up.agent, up.tool, up.under_prov, up.link, retriever=span_id, llm=up.llm)
 
     def at(self, place: str) -> list[SpanView]:
         """The spans at ``place``, by (start time, span id)."""
         found = [self.nodes[s] for s, p in self.place.items() if p == place]
         return sorted(found, key=lambda span: (span.start_ns, span.span_id))
+
+
+# -- what a view says ----------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+
+def _data(view: SpanView, kind: type[_T], default: _T) -> _T:
+    """What the view's dialect read of its span, if of ``kind``; else ``default``."""
+    data = view.info.data if isinstance(view.info, Read) else None
+    return data if isinstance(data, kind) else default
+
+
+def agent_of(view: SpanView) -> Agent:
+    return _data(view, Agent, Agent(None, None, None, False, False))
+
+
+def tool_of(view: SpanView) -> ToolCall:
+    return _data(view, ToolCall, ToolCall(view.name, captured=False))
+
+
+def llm_of(view: SpanView) -> LLMCall:
+    return _data(view, LLMCall, _NO_CALL)
+
+
+def retrieval_of(view: SpanView) -> Retrieval:
+    return _data(view, Retrieval, Retrieval(None, None))
+
+
+_NO_CALL = LLMCall()

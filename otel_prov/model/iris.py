@@ -12,8 +12,11 @@ Synthesis       ``urn:trustgraph:prov:synthesis:{uuid}`` (DocRAG: ``{question}/s
 Edge selection  ``urn:trustgraph:prov:edge:{uuid}:{index}``, its statement ``.../triple``
 ==============  ========================================================================
 
-The strict profile adds ``{step}/activity`` (the activity that generated a step),
-``{question}/session`` (the session's activity) and ``urn:otel-prov:agent:{name}``.
+Ours: a DocRAG session's Focus (the chunks a reranker selected) ``{question}/focus``, a chunk selection
+``{exploration or focus}/chunk/{n}``, an evaluation ``{node}/evaluation/{n}``.  The strict profile adds
+``{step}/activity`` (the activity that generated a step), ``{question}/session`` (the session's
+activity), ``urn:otel-prov:agent:{name}`` and ``urn:otel-prov:model:{name}`` (a model, the software
+agent a model call's step is associated with).
 """
 
 from __future__ import annotations
@@ -33,12 +36,16 @@ FOCUS_PREFIX = "urn:trustgraph:prov:focus:"
 SYNTHESIS_PREFIX = "urn:trustgraph:prov:synthesis:"
 EDGE_PREFIX = "urn:trustgraph:prov:edge:"
 SOFTWARE_AGENT_PREFIX = "urn:otel-prov:agent:"
+MODEL_PREFIX = "urn:otel-prov:model:"
 
 ANALYSIS_SUFFIX = "/i"
 """Analysis n is ``{question}/i{n}``."""
 CONCLUSION_SUFFIX = "/final"
 DOC_RAG_EXPLORATION_SUFFIX = "/exploration"
 DOC_RAG_SYNTHESIS_SUFFIX = "/synthesis"
+DOC_RAG_FOCUS_SUFFIX = "/focus"
+CHUNK_SUFFIX = "/chunk/"
+EVALUATION_SUFFIX = "/evaluation/"
 STATEMENT_SUFFIX = "/triple"
 """An edge selection's reified statement is ``{selection}/triple``."""
 ACTIVITY_SUFFIX = "/activity"
@@ -99,6 +106,21 @@ def focus_iri(uuid: str) -> str:
     return FOCUS_PREFIX + uuid
 
 
+def doc_focus_iri(uuid: str) -> str:
+    """A DocRAG session's Focus: the chunks its reranker selected."""
+    return f"{DOC_RAG_PREFIX}{uuid}{DOC_RAG_FOCUS_SUFFIX}"
+
+
+def chunk_selection_iri(node: str, n: int) -> str:
+    """The ``n``-th chunk (1, 2, ...) an Exploration retrieved or a Focus selected, with its score."""
+    return f"{node}{CHUNK_SUFFIX}{n}"
+
+
+def evaluation_iri(node: str, n: int) -> str:
+    """The ``n``-th evaluation (1, 2, ...) of ``node`` (an answer, a step)."""
+    return f"{node}{EVALUATION_SUFFIX}{n}"
+
+
 def synthesis_iri(flow: str, uuid: str) -> str:
     if flow == A.FLOW_DOC_RAG:
         return f"{DOC_RAG_PREFIX}{uuid}{DOC_RAG_SYNTHESIS_SUFFIX}"
@@ -125,6 +147,11 @@ def session_activity_iri(question: str) -> str:
 
 def software_agent_iri(name: str) -> str:
     return SOFTWARE_AGENT_PREFIX + iri_segment(name)
+
+
+def model_iri(name: str) -> str:
+    """Strict: a model, as the software agent of the model calls made to it."""
+    return MODEL_PREFIX + iri_segment(name)
 
 
 # -- parsers ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import pyoxigraph
 from rdflib import XSD
 
+_XSD_DOUBLE = "<http://www.w3.org/2001/XMLSchema#double>"
 _XSD_INTEGER = f"<{XSD.integer}>"
 _XSD_DATETIME = f"<{XSD.dateTime}>"
 
@@ -100,6 +101,15 @@ def literal(value: str) -> str:
 
 def integer(value: int) -> str:
     return f'"{int(value)}"^^{_XSD_INTEGER}'
+
+
+def double(value: float) -> str:
+    """An ``xsd:double`` literal in the canonical form stores give back (``1.0E0``...)."""
+    mantissa, _, exponent = f"{value:.15E}".partition("E")
+    mantissa = mantissa.rstrip("0")
+    if mantissa.endswith("."):
+        mantissa += "0"
+    return f'"{mantissa}E{int(exponent)}"^^{_XSD_DOUBLE}'
 
 
 def datetime_from_ns(ns: int) -> str:

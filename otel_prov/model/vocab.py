@@ -15,13 +15,25 @@ TG_TERMS = (
         "Analysis", "Conclusion", "Exploration", "Focus", "Synthesis", "EdgeSelection",
         "query", "thought", "action", "arguments", "observation", "answer",
         "edgeCount", "selectedEdge", "edge", "reasoning", "chunkCount", "selectedChunk", "content",
+        # TrustGraph's 2026 step metadata and chunk selections (docs/model.md)
+        "llmModel", "inToken", "outToken", "llmDurationMs", "toolDurationMs", "toolError", "score",
+        "ChunkSelection",
 )
 TG = ClosedNamespace("https://trustgraph.ai/ns/", list(TG_TERMS))
 """TrustGraph's vocabulary (the subset the seed model uses)."""
 
+RAW_TERMS = {"query": "rawQuery", "thought": "rawThought", "arguments": "rawArguments",
+             "observation": "rawObservation", "answer": "rawAnswer", "content": "rawContent"}
+"""Per content property, the predicate that keeps a value recorded but not the plain thing
+(``otelprov:notCaptured`` on the node says the property has no value; no reader shows these)."""
+
 OTELPROV = ClosedNamespace(
     "https://w3id.org/otel-prov/ns#",
-    ["traceId", "spanId", "collection", "statusMessage", "agentName", "notCaptured"],
+    ["traceId", "spanId", "collection", "statusMessage", "agentName", "notCaptured", "redacted",
+     *RAW_TERMS.values(),
+     "startTime", "endTime", "modelProvider", "reasoningTokens", "finishReason",
+     "chunkSelection", "rank",
+     "Evaluation", "evaluationName", "evaluationScore", "evaluationLabel", "evaluationExplanation"],
 )
 """otel-prov's own predicates (documented in docs/model.md)."""
 
@@ -57,7 +69,15 @@ NT = SimpleNamespace(
     generatedAtTime=_nt(PROV.generatedAtTime),
     traceId=_nt(OTELPROV.traceId), spanId=_nt(OTELPROV.spanId), collection=_nt(OTELPROV.collection),
     statusMessage=_nt(OTELPROV.statusMessage), agentName=_nt(OTELPROV.agentName),
-    notCaptured=_nt(OTELPROV.notCaptured),
+    notCaptured=_nt(OTELPROV.notCaptured), redacted=_nt(OTELPROV.redacted),
+    startTime=_nt(OTELPROV.startTime), endTime=_nt(OTELPROV.endTime),
+    modelProvider=_nt(OTELPROV.modelProvider), reasoningTokens=_nt(OTELPROV.reasoningTokens),
+    finishReason=_nt(OTELPROV.finishReason), chunkSelection=_nt(OTELPROV.chunkSelection),
+    rank=_nt(OTELPROV.rank), Evaluation=_nt(OTELPROV.Evaluation),
+    evaluationName=_nt(OTELPROV.evaluationName), evaluationScore=_nt(OTELPROV.evaluationScore),
+    evaluationLabel=_nt(OTELPROV.evaluationLabel),
+    evaluationExplanation=_nt(OTELPROV.evaluationExplanation),
+    **{f"raw_{prop}": _nt(getattr(OTELPROV, name)) for prop, name in RAW_TERMS.items()},
     **{f"tg_{name}": _nt(getattr(TG, name)) for name in TG_TERMS},
 )
 """Every term the mapping writes, as N-Triples text: ``NT.type``, ``NT.wasDerivedFrom``, ``NT.tg_query``..."""

@@ -17,6 +17,8 @@ TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
 COMPLETE, UNFINISHED, FAILED = "complete", "unfinished", "error"
 NOT_CAPTURED = "notCaptured"
 """The local name of ``otelprov:notCaptured``: what a node's span did not record."""
+REDACTED = "redacted"
+"""The local name of ``otelprov:redacted``: what a node's span recorded as a redaction marker."""
 ENDS = {AGENT: "Conclusion", GRAPH_RAG: "Synthesis", DOC_RAG: "Synthesis"}
 """The kind of step that finishes a session of each type."""
 _FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
@@ -157,6 +159,10 @@ class TraceStep:
         """False when the trace did not record ``name`` (``otelprov:notCaptured``)."""
         return name not in self.values.get(NOT_CAPTURED, [])
 
+    def redacted(self, name: str) -> bool:
+        """True when the trace recorded ``name`` as a redaction marker (``otelprov:redacted``)."""
+        return name in self.values.get(REDACTED, [])
+
     @property
     def error(self) -> str | None:
         return self.value("statusMessage")
@@ -182,6 +188,8 @@ class Trace:
     """The agent's name (``otelprov:agentName``), when recorded."""
     not_captured: list[str] = field(default_factory=list)
     """What the trace did not record of the Question (``otelprov:notCaptured``: ``query``)."""
+    redacted: list[str] = field(default_factory=list)
+    """What it recorded as a redaction marker (``otelprov:redacted``: ``query``)."""
 
     @property
     def finished(self) -> bool:

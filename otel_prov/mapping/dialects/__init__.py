@@ -18,8 +18,9 @@ Where to add one: CONTRIBUTING.md ("A span dialect").
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..spans import SpanLike
 
@@ -38,6 +39,8 @@ class Role(enum.Enum):
     """A model call: the thought of the tool calls it requested; alone, part of a chat conversation."""
     RETRIEVER = "retriever"
     """A retrieval: a DocRAG session (a sub-trace of the step or agent it runs in)."""
+    RERANKER = "reranker"
+    """A reranking of retrieved documents: the chunks a DocRAG session selected (its Focus)."""
     OTHER = "other"
     """Anything else (turns, prompts, HTTP, ...): needed only for its place in the tree."""
 
@@ -85,6 +88,18 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Meta:
+    """What every user of an agent-tracing tool expects of a model call beside its content."""
+
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LLMCall:
     """What a model-call span says: the text and reasoning it produced, the tool calls it requested,
     the tool results its input ends with, the user's question."""
@@ -106,6 +121,7 @@ class LLMCall:
     prior_requests: tuple[Request, ...] = ()
     """The previous call's output as its input ends with it (the assistant message before the
     trailing tool results): where some instrumentations record a call's output."""
+    meta: Meta = Meta()
 
     @property
     def thought(self) -> str | None:
@@ -121,6 +137,48 @@ class Retrieval:
 
     query: str | None
     chunks: tuple[str, ...] | None
+    scores: tuple[float | None, ...] | None = None
+    """Each chunk's score, when the span records any."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """An evaluation of what a span produced (a ``gen_ai.evaluation.result`` event): its name, score,
+    label and explanation (``None``: not recorded), and when it was made (0: not known)."""
+
+    name: str
+    score: float | None = None
+    label: str | None = None
+    explanation: str | None = None
+    time_ns: int = 0
+
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+
+def evaluations_of(events: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[Evaluation, ...]:
+    """The evaluations among a span's events (the GenAI conventions' ``gen_ai.evaluation.result``)."""
+    found = []
+    for name, attrs in events:
+        if name != EVALUATION_EVENT:
+            continue
+        title = attrs.get("gen_ai.evaluation.name")
+        if not isinstance(title, str) or not title:
+            continue
+        score = attrs.get("gen_ai.evaluation.score.value")
+        if isinstance(score, str):
+            try:
+                score = float(score)
+            except ValueError:
+                score = None
+        label = attrs.get("gen_ai.evaluation.score.label")
+        explanation = attrs.get("gen_ai.evaluation.explanation")
+        time_ns = attrs.get("otel_prov.event.time", 0)
+        found.append(Evaluation(
+            title, float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+            label if isinstance(label, str) else None, explanation if isinstance(explanation, str) else None,
+            time_ns if isinstance(time_ns, int) else 0))
+    return tuple(found)
 
 
 class Dialect(Protocol):

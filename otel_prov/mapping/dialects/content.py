@@ -68,6 +68,10 @@ class Message:
     """Tool calls the message requests (an assistant's)."""
     responses: list[tuple[str | None, str]] = field(default_factory=list)
     """Tool results it carries: (call id, text)."""
+    finish_reason: str | None = None
+    elided: bool = False
+    """A part of it is there without its content (an instrumentation that records the messages'
+    shape with content capture off): its text was not captured."""
 
     @property
     def text(self) -> str | None:
@@ -109,6 +113,49 @@ def _request(call_id: Any, name: Any, arguments: Any) -> Request | None:
     return Request(str(call_id) if call_id not in (None, "") else None, name, args)
 
 
+def _add_keyed_block(msg: Message, block: Mapping[str, Any]) -> bool:
+    """A block named by its one key rather than a ``type`` (Bedrock Converse's ``{"text": ...}``,
+    ``{"toolUse": {...}}``, ``{"toolResult": {...}}``, ``{"reasoningContent": ...}``; Gemini's
+    ``{"function_call": {...}}``, ``{"function_response": {...}}``, ``{"text": ..., "thought": true}``).
+    False when it is not one."""
+    use = block.get("toolUse", block.get("tool_use"))
+    if isinstance(use, Mapping):
+        request = _request(use.get("toolUseId", use.get("id")), use.get("name"),
+                           use.get("input", use.get("arguments")))
+        if request is not None:
+            msg.calls.append(request)
+        return True
+    result = block.get("toolResult", block.get("tool_result"))
+    if isinstance(result, Mapping):
+        text = result_text(result.get("content"))[0]
+        if text is not None:
+            msg.responses.append((_id(result.get("toolUseId", result.get("id"))), text))
+        return True
+    call = block.get("function_call", block.get("functionCall"))
+    if isinstance(call, Mapping):
+        request = _request(call.get("id"), call.get("name"), call.get("args", call.get("arguments")))
+        if request is not None:
+            msg.calls.append(request)
+        return True
+    response = block.get("function_response", block.get("functionResponse"))
+    if isinstance(response, Mapping):
+        text = result_text(response.get("response", response.get("content")))[0]
+        if text is not None:
+            msg.responses.append((_id(response.get("id")), text))
+        return True
+    reasoning = block.get("reasoningContent", block.get("reasoning_content"))
+    if reasoning is not None:
+        inner = reasoning.get("reasoningText", reasoning) if isinstance(reasoning, Mapping) else reasoning
+        text = inner.get("text") if isinstance(inner, Mapping) else inner
+        if isinstance(text, str):
+            msg.reasoning.append(text)
+        return True
+    if "type" not in block and isinstance(block.get("text"), str):
+        (msg.reasoning if block.get("thought") is True else msg.texts).append(block["text"])
+        return True
+    return False
+
+
 def _add_block(msg: Message, block: Any) -> None:
     """One part / content block of a message."""
     if isinstance(block, str):
@@ -116,7 +163,13 @@ def _add_block(msg: Message, block: Any) -> None:
         return
     if not isinstance(block, Mapping):
         return
+    if "type" not in block and _add_keyed_block(msg, block):
+        return
     kind = block.get("type", "text")
+    if kind in ("text", "reasoning", "thinking") and not any(
+            k in block for k in ("content", "text", "reasoning", "thinking", "summary")):
+        msg.elided = True  # the part's shape without its content
+        return
     if kind in ("reasoning", "thinking"):
         for key in ("content", "reasoning", "thinking", "text"):
             if isinstance(block.get(key), str):
@@ -167,16 +220,30 @@ def to_message(obj: Any) -> Message | None:
         return msg
     role = role_of(obj.get("role") if obj.get("role") is not None else kind)
     msg = Message(role)
+    if isinstance(obj.get("finish_reason"), str):
+        msg.finish_reason = obj["finish_reason"]
     parts = obj.get("parts")
     if isinstance(parts, (list, tuple)):
         for part in parts:
             _add_block(msg, part)
     content = obj.get("content")
+    if isinstance(content, str) and content[:1] == "[":
+        blocks = loads(content)  # content blocks written as JSON text (span events)
+        if isinstance(blocks, list) and blocks and all(
+                isinstance(b, Mapping) and _is_block(b) for b in blocks):
+            content = blocks
     if role == TOOL:
-        text, _ = result_text(content)
-        call_id = _id(obj.get("tool_call_id") or obj.get("call_id"))
-        if text is not None:
-            msg.responses.append((call_id, text))
+        keyed = Message(TOOL)
+        for block in content if isinstance(content, (list, tuple)) else ():
+            if isinstance(block, Mapping) and "type" not in block:
+                _add_keyed_block(keyed, block)
+        if keyed.responses:
+            msg.responses.extend(keyed.responses)
+        else:
+            text, _ = result_text(content)
+            call_id = _id(obj.get("tool_call_id") or obj.get("call_id") or obj.get("id"))
+            if text is not None:
+                msg.responses.append((call_id, text))
     elif isinstance(content, str):
         msg.texts.append(content)
     elif isinstance(content, (list, tuple)):
@@ -192,6 +259,60 @@ def to_message(obj: Any) -> Message | None:
         if request is not None:
             msg.calls.append(request)
     return msg
+
+
+_BLOCK_KEYS = frozenset({"type", "text", "toolUse", "toolResult", "reasoningContent", "function_call",
+                         "functionCall", "function_response", "functionResponse", "image", "document",
+                         "content", "thought", "cachePoint"})
+
+
+def _is_block(block: Mapping[str, Any]) -> bool:
+    return bool(block) and (isinstance(block.get("type"), str) or set(block) <= _BLOCK_KEYS)
+
+
+# The older per-message GenAI events (span events, or log records whose body holds the fields).
+EVENT_ROLES = {"gen_ai.system.message": SYSTEM, "gen_ai.user.message": USER,
+               "gen_ai.assistant.message": ASSISTANT, "gen_ai.tool.message": TOOL}
+EVENT_CHOICE = "gen_ai.choice"
+
+
+def event_messages(events: Sequence[tuple[str, Mapping[str, Any]]], output: bool) -> list[Message] | None:
+    """The input (or, ``output``, the choices') messages of the per-message events, in order; None
+    when there is none."""
+    found: list[Message] = []
+    seen = False
+    for name, attrs in events:
+        if output != (name == EVENT_CHOICE) or (name not in EVENT_ROLES and name != EVENT_CHOICE):
+            continue
+        seen = True
+        fields: dict[str, Any] = dict(attrs)
+        if output:
+            inner = fields.get("message")
+            if isinstance(inner, str) and inner[:1] in "[{":
+                parsed = loads(inner)
+                inner = parsed if parsed is not None else inner
+            if isinstance(inner, Mapping):
+                fields = {**inner}
+            elif isinstance(inner, (list, tuple)):
+                fields = {"content": list(inner)}
+            elif isinstance(inner, str):
+                fields = {"content": inner}
+            fields.setdefault("role", ASSISTANT)
+        else:
+            fields["role"] = EVENT_ROLES[name]
+        for key in ("content", "tool_calls"):
+            value = fields.get(key)
+            if isinstance(value, str) and value[:1] in "[{":
+                parsed = loads(value)
+                if isinstance(parsed, (list, tuple)) and (key == "tool_calls" or all(
+                        isinstance(b, Mapping) and _is_block(b) for b in parsed)):
+                    fields[key] = parsed
+        message = to_message(fields)
+        if message is not None:
+            if not any(k in attrs for k in ("content", "message", "tool_calls", "parts")):
+                message.elided = True  # the event without its content (capture off)
+            found.append(message)
+    return found if seen else None
 
 
 def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
@@ -226,6 +347,11 @@ def _raw_role(item: Any) -> str:
     if kind in ("reasoning", "function_call", "function_call_output") and "role" not in item:
         return TOOL if kind == "function_call_output" else ASSISTANT
     return role_of(item.get("role") if item.get("role") is not None else kind)
+
+
+def tail(messages: Sequence[Message]) -> list[Message]:
+    """Of messages read whole, those an input's readers need (as :func:`messages_of` with ``tail``)."""
+    return _wanted([m.role for m in messages], lambda i: messages[i])
 
 
 def _wanted(roles: Sequence[str], read: Callable[[int], Message | None]) -> list[Message]:
@@ -331,6 +457,11 @@ def _flat_message(fields: Mapping[str, Any]) -> Message:
     return msg
 
 
+def recorded(messages: Sequence[Message] | None) -> bool:
+    """Whether messages were recorded with their content (not only their shape: capture off)."""
+    return messages is not None and not all(m.elided for m in messages)
+
+
 def last_text(messages: Sequence[Message], role: str) -> str | None:
     """The text of the last message of ``role`` that has text."""
     for message in reversed(messages):
@@ -375,6 +506,70 @@ def output_of(messages: Sequence[Message]) -> tuple[list[str], list[str], list[R
             reasoning += message.reasoning
             calls += message.calls
     return texts, reasoning, calls
+
+
+# -- text protocols: a model's output that is itself structured --------------------------------------
+
+_MARKER_FIELD = re.compile(r"^\[\[ ## (\w+) ## \]\]\s*$", re.MULTILINE)
+"""A field of a field-marker output (DSPy's adapters): ``[[ ## name ## ]]`` on a line of its own."""
+_REACT_LINE = re.compile(r"^(Thought|Action|Action Input|Final Answer|Observation)\s*:\s?", re.MULTILINE)
+"""The ReAct prompt's lines: ``Thought: ...``, ``Action: ...``, ``Action Input: ...``, ``Final Answer:
+...``."""
+THOUGHT_FIELDS = ("next_thought", "thought", "thoughts", "reasoning", "rationale", "plan")
+ANSWER_FIELDS = ("answer", "final_answer", "final answer", "response", "output", "result")
+TOOL_FIELDS = ("next_tool_name", "tool_name", "action", "tool")
+ARGS_FIELDS = ("next_tool_args", "tool_args", "action input", "action_input", "tool_input", "arguments",
+               "args")
+_DONE = ("completed", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    """What a model said in a text protocol: its thought, its answer, the tool it chose."""
+
+    thought: str | None
+    answer: str | None
+    request: Request | None
+
+
+def text_protocol(text: str) -> Protocol | None:
+    """A model's output written in a text protocol -- DSPy's field markers (``[[ ## next_thought ## ]]``),
+    the ReAct prompt's ``Thought:`` / ``Action:`` / ``Action Input:`` / ``Final Answer:`` lines, a JSON
+    object of such fields -- read as its parts; None when the text is not one (plain text)."""
+    fields: dict[str, str] = {}
+    if "[[ ## " in text:
+        marks = list(_MARKER_FIELD.finditer(text))
+        if not marks or text[: marks[0].start()].strip():
+            return None
+        for mark, following in zip(marks, [*marks[1:], None], strict=True):
+            end = following.start() if following is not None else len(text)
+            fields[mark.group(1).lower()] = text[mark.end():end].strip()
+    elif _REACT_LINE.match(text.lstrip()):
+        lines = list(_REACT_LINE.finditer(text))
+        for line, following in zip(lines, [*lines[1:], None], strict=True):
+            end = following.start() if following is not None else len(text)
+            fields.setdefault(line.group(1).lower(), text[line.end():end].strip())
+        if "observation" in fields or not ({"action", "final answer"} & fields.keys()):
+            return None  # a transcript (the model wrote the tool's answer too), or a thought alone
+    else:
+        parsed = loads(text)
+        if not isinstance(parsed, Mapping) or not any(k in parsed for k in (*THOUGHT_FIELDS, *TOOL_FIELDS)):
+            return None
+        if not any(k in parsed for k in TOOL_FIELDS) and not any(k in parsed for k in ANSWER_FIELDS):
+            return None
+        fields = {str(k).lower(): (v if isinstance(v, str) else dumps(v)) for k, v in parsed.items()}
+    if not fields:
+        return None
+    thought = next((fields[k] for k in THOUGHT_FIELDS if fields.get(k)), None)
+    answer = next((fields[k] for k in ANSWER_FIELDS if fields.get(k)), None)
+    tool = next((fields[k] for k in TOOL_FIELDS if fields.get(k)), None)
+    request = None
+    if tool is not None and tool.lower() not in ("finish", "final_answer", "none"):
+        raw = next((fields[k] for k in ARGS_FIELDS if k in fields), None)
+        request = _request(None, tool, raw)
+    if thought is None and answer is None and request is None:
+        return None
+    return Protocol(thought, answer, request)
 
 
 def thought_of(reasoning: Iterable[str], texts: Iterable[str]) -> str | None:

@@ -1,25 +1,42 @@
-"""The OpenTelemetry GenAI semantic conventions (``gen_ai.*``): ``invoke_agent`` / ``invoke_workflow``,
-``execute_tool``, ``chat`` (and the other model operations) and ``retrieval`` spans.
+"""The generic reading: the conventions every agent instrumentation writes in, read together, so that
+a family with no dialect module of its own maps as well as the conventions let it.
 
-The fallback dialect: it claims every span no more specific dialect claims; a span is what
-``gen_ai.operation.name`` says or, when that is absent or ``unknown``, what its name starts with.
-Messages are read where each version of the conventions put them: ``gen_ai.input.messages`` /
-``gen_ai.output.messages`` (JSON, current), the same keys on the
-``gen_ai.client.inference.operation.details`` event, the deprecated ``gen_ai.prompt`` /
-``gen_ai.completion`` (attributes, or the ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
-events) and their indexed form ``gen_ai.prompt.{i}.*`` / ``gen_ai.completion.{i}.*``.
-``input.value`` / ``output.value`` / ``tool.name`` are read as fallbacks (spans converted from other
-conventions carry them).
+- **What a span is** (:meth:`GenAIDialect.role`): ``gen_ai.operation.name`` (the OpenTelemetry GenAI
+  conventions: ``invoke_agent`` and ``invoke_workflow``, ``execute_tool``, the model operations,
+  ``retrieval``; ``unknown`` or absent: the span name says), else OpenInference's
+  ``openinference.span.kind``, else OpenLLMetry's ``traceloop.span.kind`` (``workflow``, ``agent``,
+  ``tool``) and ``llm.request.type``, else a vector database's query (``db.system`` naming one,
+  ``db.vector.*``), else the span name (``invoke_agent X``, ``execute_tool X``, ``chat X``).
+- **Messages, wherever a version of the conventions put them** (:meth:`GenAIDialect.messages`):
+  ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON attributes, or on the
+  ``gen_ai.client.inference.operation.details`` event), the per-message events of the older conventions
+  (``gen_ai.system.message``, ``gen_ai.user.message``, ``gen_ai.assistant.message``,
+  ``gen_ai.tool.message``, ``gen_ai.choice``: span events or log records), the deprecated
+  ``gen_ai.prompt`` / ``gen_ai.completion`` (attributes or ``gen_ai.content.*`` events) and their indexed
+  form ``gen_ai.prompt.{i}.*``, OpenInference's flattened ``llm.input_messages.{i}.message.*``; in any
+  message format :mod:`.content` reads.  A value that is a redaction marker is kept as a message whose
+  text is the marker (the writer records it as redacted).
+- **Values, from every place that may hold them, the first that is the plain thing**
+  (:func:`otel_prov.mapping.values.check`): a tool's arguments from ``gen_ai.tool.call.arguments``,
+  ``input.value``, ``traceloop.entity.input``, its input event; its result from
+  ``gen_ai.tool.call.result``, ``output.value``, ``traceloop.entity.output``, its output event; an agent's
+  question and answer from its messages, else its input and output values.
+- **A model call's metadata**: model, provider, input / output / reasoning tokens, finish reason, under
+  each convention's keys.
+
+The dialects of :mod:`.openinference`, :mod:`.traceloop` and :mod:`.openai_agents` add only what their
+families do beyond the conventions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import values as V
 from ..flows import attr_text
 from ..spans import SpanLike
-from . import Agent, LLMCall, Retrieval, Role, ToolCall
+from . import Agent, LLMCall, Meta, Retrieval, Role, ToolCall
 from . import content as C
 
 OPERATION_NAME = "gen_ai.operation.name"
@@ -35,6 +52,25 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 RETRIEVAL_QUERY = "gen_ai.retrieval.query.text"
 RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+PROVIDER_NAME = "gen_ai.provider.name"
+SYSTEM = "gen_ai.system"
+"""The provider's older key."""
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+FINISH_REASON = "gen_ai.response.finish_reason"
+INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+                "llm.usage.prompt_tokens")
+OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+                 "llm.usage.completion_tokens")
+REASONING_TOKENS = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
+                    "llm.token_count.completion_details.reasoning", "llm.usage.reasoning_tokens")
+MODEL_KEYS = (RESPONSE_MODEL, REQUEST_MODEL, "llm.response.model_name", "llm.model_name",
+              "llm.request.model_name", "llm.response.model", "llm.request.model")
+OI_FINISH_REASON = "llm.finish_reason"
+MEMORY_QUERY = "gen_ai.memory.query.text"
+MEMORY_RECORDS = "gen_ai.memory.records"
+PROVIDER_KEYS = (PROVIDER_NAME, SYSTEM, "llm.provider", "llm.system")
 # Deprecated, still emitted: the whole prompt / completion as JSON, or flattened per message.
 PROMPT = "gen_ai.prompt"
 COMPLETION = "gen_ai.completion"
@@ -43,19 +79,51 @@ COMPLETION_PREFIX = "gen_ai.completion."
 EVENT_DETAILS = "gen_ai.client.inference.operation.details"
 EVENT_PROMPT = "gen_ai.content.prompt"
 EVENT_COMPLETION = "gen_ai.content.completion"
-# Read as fallbacks (OpenInference's names).
+# The other conventions' names, read by the generic reading too.
+OI_SPAN_KIND = "openinference.span.kind"
+TL_SPAN_KIND = "traceloop.span.kind"
 INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 OI_TOOL_NAME = "tool.name"
+OI_TOOL_CALL_ID = "tool_call.id"
+OI_AGENT_NAME = "agent.name"
+OI_INPUT_PREFIX = "llm.input_messages."
+OI_OUTPUT_PREFIX = "llm.output_messages."
+OI_TOOLS_PREFIX = "llm.tools."
+OI_DOCUMENTS_PREFIX = "retrieval.documents."
+RERANK_INPUT_PREFIX = "reranker.input_documents."
+RERANK_OUTPUT_PREFIX = "reranker.output_documents."
+RERANK_QUERY = "reranker.query"
+SESSION_ID = "session.id"
+TL_ENTITY_INPUT = "traceloop.entity.input"
+TL_ENTITY_OUTPUT = "traceloop.entity.output"
+TL_ENTITY_NAME = "traceloop.entity.name"
+TL_WORKFLOW_NAME = "traceloop.workflow.name"
+LLM_REQUEST_TYPE = "llm.request.type"
+DB_SYSTEM = ("db.system.name", "db.system")
+DB_OPERATION = ("db.operation.name", "db.operation")
+DB_QUERY_TEXT = ("db.query.text", "db.vector.query.text")
+DB_VECTOR_PREFIX = "db.vector."
+DB_RESULT_EVENT = "db.query.result"
 
 OP_INVOKE_AGENT = "invoke_agent"
 OP_INVOKE_WORKFLOW = "invoke_workflow"
 OP_EXECUTE_TOOL = "execute_tool"
 OP_RETRIEVAL = "retrieval"
+RETRIEVAL_OPERATIONS = frozenset({OP_RETRIEVAL, "search_memory", "vector_db_retrieve"})
+"""A retrieval of documents (or of memory records: their ``search_memory``)."""
 OP_UNKNOWN = "unknown"
 """Some instrumentations (openai-agents-v2) write this; the span name then says what the span is."""
-LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "responses", "completion"})
 _AGENT_OPERATIONS = (OP_INVOKE_AGENT, OP_INVOKE_WORKFLOW)
+_OI_ROLES = {"AGENT": Role.AGENT, "CHAIN": Role.CHAIN, "TOOL": Role.TOOL, "LLM": Role.LLM,
+             "RETRIEVER": Role.RETRIEVER, "RERANKER": Role.RERANKER}
+_TL_ROLES = {"workflow": Role.AGENT, "agent": Role.AGENT, "tool": Role.TOOL}
+_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
+VECTOR_DBS = frozenset({"chroma", "chromadb", "pinecone", "qdrant", "weaviate", "milvus", "lancedb", "marqo",
+                        "pgvector", "faiss", "elasticsearch", "opensearch", "redis", "vespa", "turbopuffer",
+                        "astra", "mongodb_atlas", "azure_ai_search", "vectorstore"})
+_QUERY_OPERATIONS = ("query", "search", "similarity_search", "retrieve", "get_relevant_documents", "knn")
 
 NOT_MESSAGES = "{key} is not a JSON list of messages"
 
@@ -74,32 +142,98 @@ def text_attr(span: SpanLike, *keys: str) -> str | None:
     return None
 
 
+def int_attr(span: SpanLike, keys: Iterable[str]) -> int | None:
+    """The first of ``keys`` the span has as a whole number (or its decimal text)."""
+    for key in keys:
+        value = span.attributes.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+def events_of(span: SpanLike) -> Sequence[tuple[str, Mapping[str, Any]]]:
+    return getattr(span, "events", ())
+
+
 def event_attr(span: SpanLike, event: str, key: str) -> Any:
     """``key`` of the first event named ``event`` the span carries (None if none)."""
-    for name, attributes in getattr(span, "events", ()):
+    for name, attributes in events_of(span):
         if name == event and key in attributes:
             return attributes[key]
     return None
 
 
+def first_plain(prop: str, candidates: Iterable[Any]) -> str | None:
+    """Of the values found for ``prop`` (in order of preference), the first that is the plain thing,
+    as the plain value (unwrapped: :func:`.values.check`); else the first found, as recorded (the
+    writer then records it as not captured, or redacted); None if none."""
+    found = None
+    for value in candidates:
+        if value is None:
+            continue
+        verdict = V.check(prop, value)
+        if verdict.plain:
+            return verdict.value
+        if found is None:
+            found = _text(value)
+    return found
+
+
+_CALL_SUFFIXES = (".tool", ".__call__", ".call", ".acall", ".run", ".arun", "._run", "._arun", ".invoke",
+                  ".ainvoke", ".forward", ".aforward", ".execute", ".aexecute")
+"""How instrumentations name a span after the thing called: ``{name}.tool``, ``{name}.__call__``."""
+
+
+def name_of(span_name: str, suffixes: Sequence[str]) -> str | None:
+    """The name of what a span stands for, from its span name: without one of ``suffixes``, and only
+    when what is left is a name, not a code location (``FunctionAgent.run`` names a class's method,
+    not the agent)."""
+    name = span_name
+    for suffix in suffixes:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name if name and "." not in name else None
+
+
+def marker_message(value: Any, role: str) -> list[C.Message] | None:
+    """A messages attribute that is a redaction marker, as one message whose text is the marker."""
+    if isinstance(value, str) and V.is_marker(value):
+        return [C.Message(role, texts=[value])]
+    return None
+
+
 def io_text(value: Any, role: str) -> str | None:
-    """The text of an ``input.value`` / ``output.value``: messages (a list, or LangChain's
-    ``{"messages": [...]}``) give the last ``role`` message's text; ``{"task": ...}`` (smolagents),
-    ``{"input": ...}`` / ``{"question": ...}`` / ``{"query": ...}`` / ``{"output": ...}`` /
-    ``{"answer": ...}`` their text; anything else is taken as it is."""
-    parsed = C.loads(value)
-    if parsed is None:
-        return attr_text(value)
-    if isinstance(parsed, dict):
-        for key in ("task", "input", "question", "query", "output", "answer", "final_output"):
-            if isinstance(parsed.get(key), str):
-                return str(parsed[key])
-    messages = C.messages_of(parsed)
-    if messages:
-        text = C.last_text(messages, role)
-        if text is not None:
-            return text
+    """The text an input or output value holds (:func:`.values.check`'s unwrapping), else the value
+    as recorded (the writer records what is not plain as not captured)."""
+    if value is None:
+        return None
+    prop = V.QUERY if role == C.USER else V.ANSWER
+    verdict = V.check(prop, value)
+    if verdict.plain:
+        return verdict.value
     return attr_text(value)
+
+
+def is_vector_query(span: SpanLike) -> bool:
+    """A vector database's query span (OpenLLMetry's vector-database instrumentations, the OpenTelemetry
+    database conventions): a ``db.system`` naming a vector store, or ``db.vector.*`` keys, with a query
+    operation (or the query's result events)."""
+    attrs = span.attributes
+    system = next((attrs[k] for k in DB_SYSTEM if isinstance(attrs.get(k), str)), None)
+    vector = (system is not None and system.lower() in VECTOR_DBS) or any(
+        k.startswith(DB_VECTOR_PREFIX) for k in attrs)
+    if not vector:
+        return False
+    operation = next((attrs[k] for k in DB_OPERATION if isinstance(attrs.get(k), str)), "") or span.name
+    return any(op in operation.lower() for op in _QUERY_OPERATIONS) or any(
+        name == DB_RESULT_EVENT for name, _ in events_of(span))
 
 
 class GenAIDialect:
@@ -108,8 +242,15 @@ class GenAIDialect:
         OPERATION_NAME, AGENT_NAME, WORKFLOW_NAME, CONVERSATION_ID, TOOL_NAME, TOOL_CALL_ID,
         TOOL_CALL_ARGUMENTS, TOOL_CALL_RESULT, TOOL_DEFINITIONS, INPUT_MESSAGES, OUTPUT_MESSAGES,
         RETRIEVAL_QUERY, RETRIEVAL_DOCUMENTS, PROMPT, COMPLETION, INPUT_VALUE, OUTPUT_VALUE, OI_TOOL_NAME,
+        OI_TOOL_CALL_ID, OI_AGENT_NAME, OI_SPAN_KIND, TL_SPAN_KIND, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT,
+        TL_ENTITY_NAME, TL_WORKFLOW_NAME, LLM_REQUEST_TYPE, SESSION_ID, RERANK_QUERY, REQUEST_MODEL,
+        RESPONSE_MODEL, PROVIDER_NAME, SYSTEM, FINISH_REASONS, FINISH_REASON, OI_FINISH_REASON, MEMORY_QUERY,
+        MEMORY_RECORDS, *INPUT_TOKENS, *OUTPUT_TOKENS,
+        *REASONING_TOKENS, *MODEL_KEYS, *PROVIDER_KEYS, *DB_SYSTEM, *DB_OPERATION, *DB_QUERY_TEXT,
     })
-    prefixes: tuple[str, ...] = (PROMPT_PREFIX, COMPLETION_PREFIX)
+    prefixes: tuple[str, ...] = (PROMPT_PREFIX, COMPLETION_PREFIX, OI_INPUT_PREFIX, OI_OUTPUT_PREFIX,
+                                 OI_TOOLS_PREFIX, OI_DOCUMENTS_PREFIX, RERANK_INPUT_PREFIX,
+                                 RERANK_OUTPUT_PREFIX, DB_VECTOR_PREFIX)
     turns_below_agent: bool = False
 
     def claims(self, span: SpanLike) -> bool:
@@ -125,14 +266,25 @@ class GenAIDialect:
 
     def role(self, span: SpanLike) -> Role:
         op = self.operation(span)
-        if op in _AGENT_OPERATIONS or span.name.startswith(OP_INVOKE_AGENT):
+        if op in _AGENT_OPERATIONS:
             return Role.AGENT
         if op == OP_EXECUTE_TOOL:
             return Role.TOOL
         if op in LLM_OPERATIONS:
             return Role.LLM
-        if op == OP_RETRIEVAL:
+        if op in RETRIEVAL_OPERATIONS:
             return Role.RETRIEVER
+        if op is None or op == OP_UNKNOWN:
+            kind = string_attr(span, OI_SPAN_KIND)
+            if kind is not None:
+                return _OI_ROLES.get(kind.upper(), Role.OTHER)
+            tl_kind = (string_attr(span, TL_SPAN_KIND) or "").lower()
+            if tl_kind in _TL_ROLES:
+                return _TL_ROLES[tl_kind]
+            if string_attr(span, LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES:
+                return Role.LLM
+            if is_vector_query(span):
+                return Role.RETRIEVER
         return Role.OTHER
 
     # -- messages -------------------------------------------------------------------------------
@@ -141,90 +293,170 @@ class GenAIDialect:
         """A hook for instrumentations whose messages need fixing (see :mod:`.openai_agents`)."""
         return messages
 
-    def messages(self, span: SpanLike, output: bool, problems: list[str]) -> list[C.Message] | None:
+    def messages(self, span: SpanLike, output: bool, problems: list[str],
+                 groups: C.FlatGroups | None = None) -> list[C.Message] | None:
         """The input (from its last user message on: see :func:`.content.messages_of`) or output
         messages, from wherever this version of the conventions put them; None when the span
         records none."""
-        key, old, event, prefix = (
-            (OUTPUT_MESSAGES, COMPLETION, EVENT_COMPLETION, COMPLETION_PREFIX) if output
-            else (INPUT_MESSAGES, PROMPT, EVENT_PROMPT, PROMPT_PREFIX))
+        key, old, event, prefix, oi_prefix = (
+            (OUTPUT_MESSAGES, COMPLETION, EVENT_COMPLETION, COMPLETION_PREFIX, OI_OUTPUT_PREFIX) if output
+            else (INPUT_MESSAGES, PROMPT, EVENT_PROMPT, PROMPT_PREFIX, OI_INPUT_PREFIX))
+        role = C.ASSISTANT if output else C.USER
         attrs = span.attributes
-        for name, value in ((key, attrs.get(key)), (key, event_attr(span, EVENT_DETAILS, key)),
+        for name, value in ((key, attrs.get(key)), (key, self._details(span, key)),
                             (old, attrs.get(old)), (old, event_attr(span, event, old))):
             if value is None:
                 continue
+            marked = marker_message(value, role)
+            if marked is not None:
+                return marked
             messages = C.messages_of(value, tail=not output)
             if messages is None:
                 problems.append(NOT_MESSAGES.format(key=name))
                 continue
             return self.clean(messages)
-        flat = C.flat_messages(attrs, prefix, tail=not output)
-        return self.clean(flat) if flat is not None else None
+        from_events = C.event_messages(events_of(span), output)
+        if from_events is not None:
+            return self.clean(from_events if output else C.tail(from_events))
+        for flat_prefix in (oi_prefix, prefix):
+            source = groups if groups is not None and flat_prefix in groups else attrs
+            flat = C.flat_messages(source, flat_prefix, tail=not output)
+            if flat is not None:
+                return self.clean(flat)
+        return None
+
+    def _details(self, span: SpanLike, key: str) -> Any:
+        """``key`` on the inference-details events (some instrumentations write one event per key;
+        the input may be split over several: the last one holds the messages so far)."""
+        found = None
+        for name, attributes in events_of(span):
+            if name == EVENT_DETAILS and key in attributes:
+                found = attributes[key]
+        return found
 
     # -- readers ----------------------------------------------------------------------------------
 
     def agent_name(self, span: SpanLike) -> str | None:
-        for key in (AGENT_NAME, WORKFLOW_NAME):
+        for key in (AGENT_NAME, OI_AGENT_NAME, WORKFLOW_NAME, TL_WORKFLOW_NAME, TL_ENTITY_NAME):
             name = string_attr(span, key)
             if name:
                 return name
         for prefix in _AGENT_OPERATIONS:
             if span.name.startswith(prefix):
                 return span.name[len(prefix):].strip() or None
-        return span.name or None
+        return name_of(span.name, (".agent", ".workflow"))
 
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
+        attrs = span.attributes
         inputs = self.messages(span, False, problems)
         outputs = self.messages(span, True, problems)
-        question = C.last_text(inputs, C.USER) if inputs else None
-        if question is None:
-            question = io_text(span.attributes.get(INPUT_VALUE), C.USER)
-        answer = C.output_of(outputs)[0] if outputs else []
-        text = "\n".join(answer) if answer else io_text(span.attributes.get(OUTPUT_VALUE), C.ASSISTANT)
-        captured = inputs is not None or outputs is not None or any(
-            k in span.attributes for k in (INPUT_VALUE, OUTPUT_VALUE))
-        return Agent(self.agent_name(span), question, text, True, captured)
+        question = first_plain(V.QUERY, (C.last_text(inputs, C.USER) if inputs else None,
+                                         attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT)))
+        answer_texts = C.output_of(outputs)[0] if outputs else []
+        answer = first_plain(V.ANSWER, ("\n".join(answer_texts) if answer_texts else None,
+                                        attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT)))
+        captured = C.recorded(inputs) or C.recorded(outputs) or any(
+            k in attrs for k in (INPUT_VALUE, OUTPUT_VALUE, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT))
+        return Agent(self.agent_name(span), question, answer, True, captured)
 
     def tool_name(self, span: SpanLike) -> str:
-        for key in (TOOL_NAME, OI_TOOL_NAME):
+        for key in (TOOL_NAME, OI_TOOL_NAME, TL_ENTITY_NAME):
             value = string_attr(span, key)
             if value:
                 return value
         if span.name.startswith(OP_EXECUTE_TOOL):
             return span.name[len(OP_EXECUTE_TOOL):].strip() or span.name
-        return span.name
+        return name_of(span.name, _CALL_SUFFIXES) or span.name
 
-    def raw_arguments(self, span: SpanLike) -> Any:
+    def argument_candidates(self, span: SpanLike) -> list[Any]:
+        """Where a tool's arguments may be, in order of preference."""
         attrs = span.attributes
-        return attrs.get(TOOL_CALL_ARGUMENTS, attrs.get(INPUT_VALUE))
+        found = [attrs.get(TOOL_CALL_ARGUMENTS), attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT)]
+        for message in C.event_messages(events_of(span), False) or ():
+            found += [m for m in message.texts] + [r for _, r in message.responses]
+        return found
+
+    def result_candidates(self, span: SpanLike) -> list[Any]:
+        attrs = span.attributes
+        found = [attrs.get(TOOL_CALL_RESULT), attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT)]
+        for message in C.event_messages(events_of(span), True) or ():
+            found += message.texts + [r for _, r in message.responses]
+        return found
 
     def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall:
-        attrs = span.attributes
-        raw_args = self.raw_arguments(span)
-        arguments, bare = C.arguments(raw_args)
-        raw_result = attrs.get(TOOL_CALL_RESULT, attrs.get(OUTPUT_VALUE))
-        result, result_id = C.result_text(raw_result)
-        call_id = string_attr(span, TOOL_CALL_ID) or result_id
+        args = [a for a in self.argument_candidates(span) if a is not None]
+        results = [r for r in self.result_candidates(span) if r is not None]
+        arguments = first_plain(V.ARGUMENTS, args)
+        bare = None
+        if arguments is not None and not V.check(V.ARGUMENTS, arguments).plain:  # none is plain
+            bare = next((a for a in args if isinstance(a, str) and not V.looks_structured(a)
+                         and not V.is_marker(a)), None)
+            if bare is not None:
+                arguments = None
+        result = first_plain(V.OBSERVATION, results)
+        result_id = next((i for r in results if (i := C.result_text(r)[1])), None)
+        call_id = string_attr(span, TOOL_CALL_ID) or string_attr(span, OI_TOOL_CALL_ID) or result_id
         return ToolCall(self.tool_name(span), arguments, bare, (), result, call_id, None,
-                        raw_args is not None or raw_result is not None)
+                        bool(args or results))
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
         inputs = self.messages(span, False, problems)
         outputs = self.messages(span, True, problems)
-        return llm_call_of(inputs, outputs, string_attr(span, CONVERSATION_ID),
-                           TOOL_DEFINITIONS in span.attributes)
+        offered = TOOL_DEFINITIONS in span.attributes or any(
+            k.startswith(OI_TOOLS_PREFIX) for k in span.attributes)
+        conversation = string_attr(span, CONVERSATION_ID) or string_attr(span, SESSION_ID)
+        return llm_call_of(inputs, outputs, conversation, offered, meta_of(span, outputs))
 
     def retrieval(self, span: SpanLike, problems: list[str]) -> Retrieval:
-        query = text_attr(span, RETRIEVAL_QUERY) or io_text(span.attributes.get(INPUT_VALUE), C.USER)
-        docs = C.documents(span.attributes.get(RETRIEVAL_DOCUMENTS))
-        return Retrieval(query, chunk_ids(span, docs))
+        attrs = span.attributes
+        query = first_plain(V.QUERY, (attrs.get(RETRIEVAL_QUERY), attrs.get(MEMORY_QUERY),
+                                      attrs.get(RERANK_QUERY),
+                                      attrs.get(INPUT_VALUE),
+                                      attrs.get(TL_ENTITY_INPUT),
+                                      *(attrs.get(k) for k in DB_QUERY_TEXT)))
+        docs = retrieved_documents(span)
+        return Retrieval(query, chunk_ids(span, docs), scores_of(docs))
+
+
+def _text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else attr_text(value)
+
+
+def retrieved_documents(span: SpanLike) -> list[Mapping[str, Any]] | None:
+    """The documents a retrieval (or reranking) span returned, from the first place that lists them:
+    the GenAI ``gen_ai.retrieval.documents``, OpenInference's ``retrieval.documents.{i}.document.*``
+    (a reranker's ``reranker.output_documents``), a vector query's ``db.query.result`` events, the output
+    value (a list of documents, ``{"documents": [...]}``, ``{"nodes": [...]}``)."""
+    attrs = span.attributes
+    for prefix in (RERANK_OUTPUT_PREFIX, OI_DOCUMENTS_PREFIX):
+        flat = C.flat_documents(attrs, prefix)
+        if flat is not None:
+            return list(flat)
+    for key in (RETRIEVAL_DOCUMENTS, MEMORY_RECORDS):
+        listed = C.documents(attrs.get(key))
+        if listed is not None:
+            return listed
+    results = [dict(attrs_) for name, attrs_ in events_of(span) if name == DB_RESULT_EVENT]
+    if results:
+        return [{k.removeprefix("db.query.result."): v for k, v in r.items()} for r in results]
+    for key in (OUTPUT_VALUE, TL_ENTITY_OUTPUT):
+        listed = C.documents(attrs.get(key))
+        if listed is not None:
+            return listed
+    return None
 
 
 def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message] | None,
-                conversation: str | None, offered_tools: bool) -> LLMCall:
+                conversation: str | None, offered_tools: bool, meta: Meta | None = None) -> LLMCall:
     """An :class:`LLMCall` from its input and output messages."""
     texts, reasoning, requests = C.output_of(outputs) if outputs else ([], [], [])
     prior_texts, _, prior_requests = C.output_of(C.last_output(inputs)) if inputs else ([], [], [])
+    protocol = C.text_protocol("\n".join(texts)) if texts else None
+    if protocol is not None:  # the model answered in a text protocol: its parts, not its wording
+        texts = [protocol.answer] if protocol.answer is not None and protocol.request is None else []
+        reasoning = [*reasoning, protocol.thought] if protocol.thought else reasoning
+        if protocol.request is not None and not requests:
+            requests = [protocol.request]
     return LLMCall(
         text="\n".join(texts) if texts else None,
         reasoning="\n".join(reasoning) if reasoning else None,
@@ -233,9 +465,30 @@ def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message]
         question=C.last_text(inputs, C.USER) if inputs else None,
         conversation=conversation,
         offered_tools=offered_tools,
-        output_captured=outputs is not None,
+        output_captured=C.recorded(outputs) and not any(m.elided for m in outputs or () if m.role != C.TOOL),
         prior_text="\n".join(prior_texts) if prior_texts else None,
         prior_requests=tuple(prior_requests),
+        meta=meta or Meta(),
+    )
+
+
+def meta_of(span: SpanLike, outputs: Sequence[C.Message] | None = None) -> Meta:
+    """A model call's model, provider, token counts and finish reason, under any convention's keys."""
+    attrs = span.attributes
+    reason = attrs.get(FINISH_REASONS, attrs.get(FINISH_REASON, attrs.get(OI_FINISH_REASON)))
+    if isinstance(reason, (list, tuple)):
+        reason = next((r for r in reason if isinstance(r, str)), None)
+    if not isinstance(reason, str) or not reason:
+        reason = next((m.finish_reason for m in outputs or () if m.finish_reason), None)
+    if isinstance(reason, str) and "." in reason and reason.split(".")[0].istitle():
+        reason = reason.rsplit(".", 1)[1].lower()  # an enum's repr (FinishReason.TOOL_CALLS)
+    return Meta(
+        model=next((v for k in MODEL_KEYS if (v := string_attr(span, k))), None),
+        provider=next((v for k in PROVIDER_KEYS if (v := string_attr(span, k))), None),
+        input_tokens=int_attr(span, INPUT_TOKENS),
+        output_tokens=int_attr(span, OUTPUT_TOKENS),
+        reasoning_tokens=int_attr(span, REASONING_TOKENS),
+        finish_reason=reason if isinstance(reason, str) and reason else None,
     )
 
 
@@ -244,6 +497,30 @@ def chunk_ids(span: SpanLike, docs: Sequence[Any] | None) -> tuple[str, ...] | N
     if docs is None:
         return None
     return tuple(C.document_id(d) or f"{span.span_id:016x}/{n}" for n, d in enumerate(docs, 1))
+
+
+def scores_of(docs: Sequence[Any] | None) -> tuple[float | None, ...] | None:
+    """Each document's score (``score``, ``relevance_score``; a distance is not a score), when any
+    document has one."""
+    if not docs:
+        return None
+    found: list[float | None] = []
+    for doc in docs:
+        value = None
+        if isinstance(doc, Mapping):
+            for key in ("score", "relevance_score", "document.score"):
+                raw = doc.get(key)
+                if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                    value = float(raw)
+                    break
+                if isinstance(raw, str):
+                    try:
+                        value = float(raw)
+                        break
+                    except ValueError:
+                        continue
+        found.append(value)
+    return tuple(found) if any(v is not None for v in found) else None
 
 
 GENAI = GenAIDialect()

@@ -25,49 +25,55 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import values as V
 from ..flows import attr_text
 from ..spans import SpanLike
 from . import Agent, LLMCall, Retrieval, Role, ToolCall
 from . import content as C
 from .genai import (
     CONVERSATION_ID,
-    INPUT_MESSAGES,
     INPUT_VALUE,
+    OI_AGENT_NAME,
+    OI_DOCUMENTS_PREFIX,
+    OI_INPUT_PREFIX,
+    OI_OUTPUT_PREFIX,
+    OI_SPAN_KIND,
     OI_TOOL_NAME,
-    OUTPUT_MESSAGES,
+    OI_TOOLS_PREFIX,
     OUTPUT_VALUE,
-    RETRIEVAL_DOCUMENTS,
-    RETRIEVAL_QUERY,
+    SESSION_ID,
     TOOL_CALL_RESULT,
     TOOL_DEFINITIONS,
     GenAIDialect,
     chunk_ids,
-    io_text,
+    first_plain,
     llm_call_of,
+    meta_of,
+    name_of,
+    retrieved_documents,
+    scores_of,
     string_attr,
 )
 
-SPAN_KIND = "openinference.span.kind"
-AGENT_NAME = "agent.name"
+SPAN_KIND = OI_SPAN_KIND
+AGENT_NAME = OI_AGENT_NAME
 GRAPH_NODE = "graph.node.id"
-SESSION_ID = "session.id"
 TOOL_PARAMETERS = "tool.parameters"
-INPUT_PREFIX = "llm.input_messages."
-OUTPUT_PREFIX = "llm.output_messages."
-TOOLS_PREFIX = "llm.tools."
-DOCUMENTS_PREFIX = "retrieval.documents."
+CREW_TASKS = "crew_tasks"
+"""OpenInference's CrewAI instrumentation: the crew's tasks, on its kickoff span."""
+INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX, DOCUMENTS_PREFIX = (
+    OI_INPUT_PREFIX, OI_OUTPUT_PREFIX, OI_TOOLS_PREFIX, OI_DOCUMENTS_PREFIX)
 HANDOFF_PREFIX = "handoff to "
 RUN_SUFFIX = ".run"
 """smolagents names an agent's span ``{agent}.run``."""
 
 _ROLES = {"AGENT": Role.AGENT, "CHAIN": Role.CHAIN, "TOOL": Role.TOOL, "LLM": Role.LLM,
-          "RETRIEVER": Role.RETRIEVER, "RERANKER": Role.OTHER}
+          "RETRIEVER": Role.RETRIEVER, "RERANKER": Role.RERANKER}
 
 
 class OpenInferenceDialect(GenAIDialect):
     name = "openinference"
-    keys = GenAIDialect.keys | {SPAN_KIND, AGENT_NAME, GRAPH_NODE, SESSION_ID, TOOL_PARAMETERS}
-    prefixes = (INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX, DOCUMENTS_PREFIX, *GenAIDialect.prefixes)
+    keys = GenAIDialect.keys | {SPAN_KIND, AGENT_NAME, GRAPH_NODE, SESSION_ID, TOOL_PARAMETERS, CREW_TASKS}
     turns_below_agent = True
 
     def claims(self, span: SpanLike) -> bool:
@@ -76,50 +82,45 @@ class OpenInferenceDialect(GenAIDialect):
     def role(self, span: SpanLike) -> Role:
         return _ROLES.get((string_attr(span, SPAN_KIND) or "").upper(), Role.OTHER)
 
-    def _messages(self, span: SpanLike, output: bool, problems: list[str],
-                  groups: C.FlatGroups | None = None) -> list[C.Message] | None:
-        prefix = OUTPUT_PREFIX if output else INPUT_PREFIX
-        flat = C.flat_messages(groups if groups is not None else span.attributes, prefix, tail=not output)
-        if flat is not None:
-            return flat
-        key = OUTPUT_MESSAGES if output else INPUT_MESSAGES
-        return self.messages(span, output, problems) if key in span.attributes else None
-
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
         attrs = span.attributes
         name = string_attr(span, AGENT_NAME) or string_attr(span, GRAPH_NODE)
         named = name is not None
         if name is None:
-            name = span.name.removesuffix(RUN_SUFFIX) or None
-        inputs = self._messages(span, False, problems)
-        outputs = self._messages(span, True, problems)
-        question = C.last_text(inputs, C.USER) if inputs else None
-        if question is None:
-            question = io_text(attrs.get(INPUT_VALUE), C.USER)
-        answer = io_text(attrs.get(OUTPUT_VALUE), C.ASSISTANT)
-        if answer is None and outputs:
-            answer = C.last_text(outputs, C.ASSISTANT)
-        captured = inputs is not None or outputs is not None or INPUT_VALUE in attrs or OUTPUT_VALUE in attrs
+            # smolagents names an agent's span ``{agent}.run``; LangGraph names its graph's span after
+            # the graph; ``Class.method`` (LlamaIndex's ``FunctionAgent.run``) names no agent.
+            name = name_of(span.name, (RUN_SUFFIX,) if self.role(span) is Role.AGENT else ())
+        inputs = self.messages(span, False, problems)
+        outputs = self.messages(span, True, problems)
+        question = first_plain(V.QUERY, (C.last_text(inputs, C.USER) if inputs else None,
+                                         attrs.get(INPUT_VALUE), _crew_task(attrs.get(CREW_TASKS))))
+        answer = first_plain(V.ANSWER, (attrs.get(OUTPUT_VALUE),
+                                        C.last_text(outputs, C.ASSISTANT) if outputs else None))
+        captured = C.recorded(inputs) or C.recorded(outputs) or INPUT_VALUE in attrs or OUTPUT_VALUE in attrs
         return Agent(name, question, answer, named, captured)
 
+    def argument_candidates(self, span: SpanLike) -> list[Any]:
+        # gen_ai.tool.call.arguments, which OpenInference's GenAI conversion fills with the tool's
+        # parameter schema, is not read.
+        return [span.attributes.get(INPUT_VALUE)]
+
+    def result_candidates(self, span: SpanLike) -> list[Any]:
+        return [span.attributes.get(OUTPUT_VALUE), span.attributes.get(TOOL_CALL_RESULT)]
+
     def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall:
-        attrs = span.attributes
-        name = string_attr(span, OI_TOOL_NAME)
-        raw_args, raw_result = attrs.get(INPUT_VALUE), attrs.get(OUTPUT_VALUE, attrs.get(TOOL_CALL_RESULT))
-        if name is None and span.name.startswith(HANDOFF_PREFIX):
+        if string_attr(span, OI_TOOL_NAME) is None and span.name.startswith(HANDOFF_PREFIX):
             target = span.name[len(HANDOFF_PREFIX):].strip() or (string_attr(span, OUTPUT_VALUE) or "")
             return ToolCall("handoff", handoff=target, result=target or None)
-        arguments, bare = C.arguments(raw_args)
-        result, call_id = C.result_text(raw_result)
-        return ToolCall(name or span.name, arguments, bare,
-                        tuple(C.parameter_names(attrs.get(TOOL_PARAMETERS))), result, call_id, None,
-                        raw_args is not None or raw_result is not None)
+        found = super().tool_call(span, problems)
+        parameters = tuple(C.parameter_names(span.attributes.get(TOOL_PARAMETERS)))
+        return ToolCall(found.name, found.arguments, found.bare_argument, parameters, found.result,
+                        found.call_id, None, found.captured)
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
         attrs = span.attributes
         groups = C.flat_groups(attrs, (INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX))
-        inputs = self._messages(span, False, problems, groups)
-        outputs = self._messages(span, True, problems, groups)
+        inputs = self.messages(span, False, problems, groups)
+        outputs = self.messages(span, True, problems, groups)
         raw = attrs.get(OUTPUT_VALUE)
         generations = _generations(raw)
         if generations is not None:
@@ -135,21 +136,28 @@ class OpenInferenceDialect(GenAIDialect):
                 outputs = [C.Message(C.ASSISTANT, texts=[attr_text(raw) or ""])]
         offered = TOOL_DEFINITIONS in attrs or bool(groups[TOOLS_PREFIX])
         conversation = string_attr(span, CONVERSATION_ID) or string_attr(span, SESSION_ID)
-        return llm_call_of(inputs, outputs, conversation, offered)
+        return llm_call_of(inputs, outputs, conversation, offered, meta_of(span, outputs))
 
     def retrieval(self, span: SpanLike, problems: list[str]) -> Retrieval:
+        found = super().retrieval(span, problems)
         attrs = span.attributes
-        query = string_attr(span, RETRIEVAL_QUERY) or io_text(attrs.get(INPUT_VALUE), C.USER)
-        flat = C.flat_documents(attrs, DOCUMENTS_PREFIX)
-        docs: list[Mapping[str, Any]] | None = list(flat) if flat is not None else None
+        docs: list[Mapping[str, Any]] | None = retrieved_documents(span)
         listed = C.documents(attrs.get(OUTPUT_VALUE))
-        if docs is None:
-            docs = listed if listed is not None else C.documents(attrs.get(RETRIEVAL_DOCUMENTS))
-        elif listed is not None and len(listed) == len(docs):
+        if docs is not None and listed is not None and len(listed) == len(docs) and docs is not listed:
             # The LangChain instrumentation leaves the document ids out of retrieval.documents.
             docs = [d if C.own_id(d) or not C.own_id(o) else {**d, "id": o["id"]}
                     for d, o in zip(docs, listed, strict=True)]
-        return Retrieval(query, chunk_ids(span, docs))
+        return Retrieval(found.query, chunk_ids(span, docs), scores_of(docs))
+
+
+def _crew_task(value: Any) -> str | None:
+    """The question of a CrewAI crew (its ``crew_tasks``): the description of its one task (the model
+    sees it only inside CrewAI's prompt); None for several tasks."""
+    tasks = C.loads(value)
+    if isinstance(tasks, (list, tuple)) and len(tasks) == 1 and isinstance(tasks[0], Mapping):
+        description = tasks[0].get("description")
+        return description if isinstance(description, str) else None
+    return None
 
 
 def _generations(value: Any) -> list[C.Message] | None:

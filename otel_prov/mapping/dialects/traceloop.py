@@ -16,16 +16,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import values as V
 from ..spans import SpanLike
 from . import Agent, Role, ToolCall
 from . import content as C
-from .genai import OPERATION_NAME, GenAIDialect, io_text, string_attr
+from .genai import (
+    OPERATION_NAME,
+    TL_ENTITY_INPUT,
+    TL_ENTITY_NAME,
+    TL_ENTITY_OUTPUT,
+    TL_SPAN_KIND,
+    TL_WORKFLOW_NAME,
+    GenAIDialect,
+    io_text,
+    string_attr,
+)
 
-SPAN_KIND = "traceloop.span.kind"
-WORKFLOW_NAME = "traceloop.workflow.name"
-ENTITY_NAME = "traceloop.entity.name"
-ENTITY_INPUT = "traceloop.entity.input"
-ENTITY_OUTPUT = "traceloop.entity.output"
+SPAN_KIND = TL_SPAN_KIND
+WORKFLOW_NAME = TL_WORKFLOW_NAME
+ENTITY_NAME = TL_ENTITY_NAME
+ENTITY_INPUT = TL_ENTITY_INPUT
+ENTITY_OUTPUT = TL_ENTITY_OUTPUT
 HANDOFF_TO = "gen_ai.handoff.to_agent"
 HANDOFF_FROM = "gen_ai.handoff.from_agent"
 
@@ -61,39 +72,33 @@ class TraceloopDialect(GenAIDialect):
 
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
         found = super().agent(span, problems)
-        question = found.question or _input_text(span.attributes.get(ENTITY_INPUT))
-        answer = found.answer or io_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)), C.ASSISTANT)
-        captured = found.captured or ENTITY_INPUT in span.attributes or ENTITY_OUTPUT in span.attributes
-        return Agent(found.name, question, answer, True, captured)
+        question, answer = found.question, found.answer
+        if question is None or not V.check(V.QUERY, question).plain:
+            question = _input_text(span.attributes.get(ENTITY_INPUT)) or question
+        if answer is None or not V.check(V.ANSWER, answer).plain:
+            answer = io_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)), C.ASSISTANT) or answer
+        return Agent(found.name, question, answer, True, found.captured)
 
     def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall:
         if self._kind(span) == KIND_HANDOFF or string_attr(span, OPERATION_NAME) == KIND_HANDOFF:
             target = string_attr(span, HANDOFF_TO) or ""
             return ToolCall("handoff", handoff=target, result=target or None)
-        found = super().tool_call(span, problems)
-        if found.captured:
-            return found
-        arguments, bare = C.arguments(span.attributes.get(ENTITY_INPUT))
-        result, call_id = C.result_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)))
-        name = found.name.removesuffix(".tool")
-        return ToolCall(name, arguments, bare, (), result, call_id, None,
-                        arguments is not None or bare is not None or result is not None)
-
-    def tool_name(self, span: SpanLike) -> str:
-        name = super().tool_name(span)
-        return name.removesuffix(".tool") if name == span.name else name
+        return super().tool_call(span, problems)
 
 
 def _input_text(value: Any) -> str | None:
-    """The decorators' input (``{"args": [...], "kwargs": {...}}``) as the question: its one string
-    argument, else the text :func:`.genai.io_text` finds."""
-    arguments, bare = C.arguments(value)
-    if bare is not None:
-        return bare
-    parsed = C.loads(arguments)
-    if isinstance(parsed, dict) and len(parsed) == 1 and isinstance(next(iter(parsed.values())), str):
-        return str(next(iter(parsed.values())))
-    return io_text(value, C.USER)
+    """The decorators' input (``{"args": ["..."], "kwargs": {}}``) as the question: its one string
+    argument, else the text :func:`.genai.io_text` finds (None when that is not plain)."""
+    parsed = C.loads(value)
+    if isinstance(parsed, dict) and set(parsed) <= {"args", "kwargs"}:
+        args, kwargs = parsed.get("args") or [], parsed.get("kwargs") or {}
+        strings = [a for a in args if isinstance(a, str)] + [
+            v for v in kwargs.values() if isinstance(v, str)] \
+            if isinstance(args, list) and isinstance(kwargs, dict) else []
+        if len(strings) == 1 and len(args) + len(kwargs) == 1:
+            return strings[0]
+    text = io_text(value, C.USER)
+    return text if text is not None and V.check(V.QUERY, text).plain else None
 
 
 def _unquoted(value: Any) -> Any:
