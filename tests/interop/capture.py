@@ -73,13 +73,34 @@ def tracer_provider() -> tuple[Any, Any]:
     return provider, memory
 
 
-def finish(guard: NetworkGuard, provider: Any, memory: Any, out: str) -> None:
-    """Writes the finished spans to ``out`` as OTLP protobuf; exits 3 if the network was tried."""
+def logger_provider() -> tuple[Any, Any]:
+    """A LoggerProvider (not set globally) whose log records are kept in memory: for the
+    instrumentations that send content as OTLP log records (events); :func:`finish` writes them."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    memory = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=Resource.create({"service.name": "otel-prov-interop"}))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    return provider, memory
+
+
+def finish(guard: NetworkGuard, provider: Any, memory: Any, out: str,
+           logs: tuple[Any, Any] | None = None) -> None:
+    """Writes the finished spans to ``out`` as OTLP protobuf (and the log records of ``logs``, a
+    :func:`logger_provider`, to ``out + ".logs"``); exits 3 if the network was tried."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     provider.force_flush()
     spans = list(memory.get_finished_spans())
     Path(out).write_bytes(encode_spans(spans).SerializeToString())
+    if logs is not None:
+        from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+        logs[0].force_flush()
+        records = list(logs[1].get_finished_logs())
+        Path(out + ".logs").write_bytes(encode_logs(records).SerializeToString())
     if guard.attempts:
         print("network attempts: " + "; ".join(guard.attempts), file=sys.stderr)
         sys.exit(3)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_prov.mapping.mapper import TraceMapper
-from otel_prov.mapping.spans import SpanRecord
+from otel_prov.mapping.spans import LogRecord, SpanRecord
 from otel_prov.model.iris import activity_iri
 from otel_prov.model.quads import nquads
 from otel_prov.read.model import Trace, TraceStep
@@ -26,6 +26,8 @@ from . import story
 
 NOT_CAPTURED = "(not captured)"
 """A value the graph marks ``otelprov:notCaptured``."""
+REDACTED = "(redacted)"
+"""A value the graph marks ``otelprov:redacted`` (and not captured): the spans held a redaction marker."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,14 @@ class Chain:
 
 
 def _value(step: TraceStep, name: str) -> str | None:
+    if step.redacted(name):
+        return REDACTED
     return step.value(name) if step.captured(name) else NOT_CAPTURED
 
 
 def _arguments(step: TraceStep) -> Any:
     text = _value(step, "arguments")
-    if text is None or text == NOT_CAPTURED:
+    if text is None or text in (NOT_CAPTURED, REDACTED):
         return text
     try:
         return json.loads(text)
@@ -82,16 +86,18 @@ def chain_of(trace: Trace, parent_step: str | None = None) -> Chain:
         elif s.kind == "Exploration":
             chunks = (NOT_CAPTURED if not s.captured("selectedChunk")
                       else tuple(sorted(s.values.get("selectedChunk", []))))
-    question = NOT_CAPTURED if "query" in trace.not_captured else trace.question
+    question = (REDACTED if "query" in trace.redacted else NOT_CAPTURED if "query" in trace.not_captured
+                else trace.question)
     return Chain(trace.type, question, trace.agent, tuple(steps), answer, chunks,
                  tuple(chain_of(t) for t in trace.subtraces),
                  delegated=parent_step is not None and trace.type == "Agent"
                  and trace.derived_from in (parent_step, activity_iri(parent_step)))
 
 
-def mapped(records: Sequence[SpanRecord], profile: str) -> list[Chain]:
-    """The top-level sessions the spans map to, read back, oldest first."""
-    update = TraceMapper(profile).map(records)
+def mapped(records: Sequence[SpanRecord], profile: str, logs: Sequence[LogRecord] = ()) -> list[Chain]:
+    """The top-level sessions the spans (and the GenAI events sent as log records) map to, read
+    back, oldest first."""
+    update = TraceMapper(profile).map(records, logs)
     store = OxigraphStore(None)
     try:
         store.add(nquads(update.add), len(update.add))
@@ -122,15 +128,19 @@ class Variant:
     handoff_arguments: Any = field(default_factory=dict)
     session_question: str | None = story.QUESTION
     session_answer: str | None = story.FINAL_ANSWER
+    actions: tuple[str, str] = (story.TOOL_1, story.TOOL_2)
+    hidden: str = NOT_CAPTURED
+    """What the arguments and observations show when they are not recorded (``arguments=False``...):
+    not captured, or redacted."""
 
 
 def react(v: Variant) -> Chain:
     """The researcher: two tool calls and the answer."""
-    args = (story.TOOL_1_ARGS, story.TOOL_2_ARGS) if v.arguments else (NOT_CAPTURED, NOT_CAPTURED)
-    results = (v.tool_1_result, story.TOOL_2_RESULT) if v.observations else (NOT_CAPTURED, NOT_CAPTURED)
+    args = (story.TOOL_1_ARGS, story.TOOL_2_ARGS) if v.arguments else (v.hidden, v.hidden)
+    results = (v.tool_1_result, story.TOOL_2_RESULT) if v.observations else (v.hidden, v.hidden)
     return Chain("Agent", v.question, v.agent, (
-        Step(v.thoughts[0], story.TOOL_1, args[0], results[0], v.tool_1_subtraces),
-        Step(v.thoughts[1], story.TOOL_2, args[1], results[1]),
+        Step(v.thoughts[0], v.actions[0], args[0], results[0], v.tool_1_subtraces),
+        Step(v.thoughts[1], v.actions[1], args[1], results[1]),
     ), v.answer)
 
 
@@ -144,8 +154,9 @@ def handoff(v: Variant) -> Chain:
     ), v.session_answer)
 
 
-def docrag(answer: str | None, chunks: tuple[str, ...] = tuple(sorted(story.RETRIEVED))) -> Chain:
-    return Chain("DocRAG", story.RAG_QUERY, None, (), answer, chunks)
+def docrag(answer: str | None, chunks: tuple[str, ...] = tuple(sorted(story.RETRIEVED)),
+           question: str | None = story.RAG_QUERY) -> Chain:
+    return Chain("DocRAG", question, None, (), answer, chunks)
 
 
 def expected(name: str) -> list[Chain]:
@@ -196,7 +207,64 @@ def expected(name: str) -> list[Chain]:
         "rag_agent": [react(Variant(tool_1_result=story.RAG_ANSWER,
                                     tool_1_subtraces=(docrag(story.RAG_ANSWER),)))],
     }
+    for base, on in FRAMEWORKS.items():
+        known[base] = [react(on)] if on is not None else [docrag(story.RAG_ANSWER)]
+        known[f"{base}_no_content"] = [_hidden(base, on, NOT_CAPTURED)]
+        known[f"{base}_redacted"] = [_hidden(base, on, REDACTED)]
+    known.update({
+        # Strands' latest conventions (the inference-details events), Pydantic AI's version 6 (tool
+        # results as "tool" messages): the same chain.
+        "strands_agent_latest": known["strands_agent"],
+        "pydantic_ai_agent_v6": known["pydantic_ai_agent"],
+        "llamaindex_rag_genai": known["llamaindex_rag"],
+        # Without the root span, nothing names the agent: the model calls and tool spans of the loop are
+        # one trace each, tied into one conversation by their tool-call ids.
+        "mcp_agent_no_root": [react(Variant(agent=None))],
+    })
     return known[name]
+
+
+FRAMEWORKS: dict[str, Variant | None] = {
+    # How each framework of tests/interop/envs records the story with content on (None: the RAG story).
+    "pydantic_ai_agent": Variant(),
+    # Strands' agent span records the answer as the model's text with its trailing newline.
+    "strands_agent": Variant(answer=story.FINAL_ANSWER + "\n"),
+    # Semantic Kernel drops the model's text when it requests tools (its choice events carry the tool
+    # calls alone), and names its functions after their plugin, as the model calls them.
+    "semantic_kernel_agent": Variant(thoughts=(None, None), actions=(f"research-{story.TOOL_1}",
+                                                                      f"research-{story.TOOL_2}")),
+    "langchain_openllmetry_agent": Variant(),
+    "mcp_agent": Variant(),
+    "openlit_agent": Variant(),
+    # No span names the agent (LlamaIndex: only reprs of its events; DSPy has no agent name).
+    "llamaindex_agent": Variant(agent=None),
+    "dspy_react": Variant(agent=None),
+    "crewai_agent": Variant(),
+    "beeai_agent": Variant(),
+    # AutoGen's own spans record no content at all, whatever the mode (its content goes to its own
+    # event logger, in no convention).
+    "autogen_agent": Variant(question=NOT_CAPTURED, thoughts=(NOT_CAPTURED, NOT_CAPTURED), arguments=False,
+                             observations=False, answer=NOT_CAPTURED),
+    "llamaindex_rag": None,
+}
+
+
+def _hidden(base: str, on: Variant | None, mark: str) -> Chain:
+    """A framework's chain with content capture off (``mark``: not captured) or redacted (the
+    instrumentation's own hiding, or a redacting exporter: ``(redacted)``)."""
+    if on is None:
+        return docrag(mark, chunks=tuple(sorted(story.RETRIEVED)), question=mark)
+    if base == "autogen_agent":
+        return react(on)
+    if base == "openlit_agent":
+        # OpenLIT's MCP tool spans name no tool: the steps are only in the model's messages, which
+        # are gone (off) or a marker (redacted).
+        return Chain("Agent", mark, story.AGENT, (), mark)
+    question = mark
+    if base == "crewai_agent" and mark == REDACTED:
+        question = story.QUESTION  # OpenInference's hiding leaves the crew's tasks (crew_tasks) as they are
+    return react(Variant(question=question, agent=on.agent, thoughts=(mark, mark), arguments=False,
+                         observations=False, answer=mark, actions=on.actions, hidden=mark))
 
 
 def thought_matches(expected: str | None, actual: str | None) -> bool:

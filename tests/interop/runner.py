@@ -15,15 +15,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from otel_prov.mapping.spans import SpanRecord, records_from_otlp
+from otel_prov.mapping.spans import LogRecord, SpanRecord, otlp_logs, records_from_otlp
 
 REPO = Path(__file__).resolve().parents[2]
 ALT = Path(sys.prefix) / "interop"
 """Where ``.ci/setup --test`` installs the two clashing openai-agents instrumentations."""
 OTEL_AGENTS = ALT / "otel-agents-v2"
 TRACELOOP_AGENTS = ALT / "traceloop-agents"
+ENVS = REPO / "tests" / "interop" / "envs"
+"""One pinned requirements file per framework that needs packages of its own (``NAME.txt``)."""
+ENV_DIR = ALT / "envs"
+"""Where ``.ci/setup --test`` makes a virtualenv per requirements file (``envs/NAME``)."""
 
 SPAN_ONLY = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
 NO_CONTENT = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT"}
@@ -43,6 +48,13 @@ class Scenario:
     """A directory put first on PYTHONPATH (one of the two openai-agents instrumentations)."""
     family: str = ""
     """The instrumentation, as the coverage table names it."""
+    venv: str | None = None
+    """The framework's own virtualenv (``tests/interop/envs/{venv}.txt``, made by ``.ci/setup
+    --test`` in ``.venv/interop/envs/{venv}``); None: the project's."""
+
+    @property
+    def python(self) -> str:
+        return str(ENV_DIR / self.venv / "bin" / "python") if self.venv else sys.executable
 
 
 def _agents(name: str, instr: str, *args: str, env: dict[str, str] | None = None) -> Scenario:
@@ -50,6 +62,13 @@ def _agents(name: str, instr: str, *args: str, env: dict[str, str] | None = None
     family = {"otel": "OTel openai-agents-v2", "openinference": "OpenInference openai-agents",
               "traceloop": "OpenLLMetry openai-agents"}[instr]
     return Scenario(name, "agents_sdk", ("--instr", instr, *args), env or {}, path, family)
+
+
+def _modes(name: str, family: str, venv: str, module: str | None = None) -> list[Scenario]:
+    """A framework's scenario with content capture on (``name``), off (``name_no_content``) and
+    redacted (``name_redacted``), as the scenario module's ``--content`` option sets them."""
+    return [Scenario(f"{name}{suffix}", module or name, ("--content", mode), family=family, venv=venv)
+            for suffix, mode in (("", "on"), ("_no_content", "off"), ("_redacted", "redacted"))]
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -91,6 +110,27 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("rag_chain_genai", "rag_retriever", ("--mode", "chain"), GENAI,
              family="OpenInference LangChain RETRIEVER"),
     Scenario("rag_agent", "rag_retriever", ("--mode", "agent"), family="OpenInference LangChain RETRIEVER"),
+    # Frameworks in virtualenvs of their own (tests/interop/envs), each with content on, off, redacted.
+    *_modes("llamaindex_agent", "OpenInference LlamaIndex", "llamaindex"),
+    *_modes("llamaindex_rag", "OpenInference LlamaIndex (query engine)", "llamaindex"),
+    *_modes("dspy_react", "OpenInference DSPy", "dspy"),
+    *_modes("pydantic_ai_agent", "Pydantic AI (native)", "pydantic_ai"),
+    *_modes("strands_agent", "Strands Agents (native)", "strands"),
+    *_modes("semantic_kernel_agent", "Semantic Kernel (native)", "semantic_kernel"),
+    *_modes("langchain_openllmetry_agent", "OpenLLMetry LangChain", "langchain_openllmetry"),
+    *_modes("mcp_agent", "OpenLLMetry MCP", "mcp"),
+    *_modes("openlit_agent", "OpenLIT", "openlit"),
+    *_modes("crewai_agent", "OpenInference CrewAI", "crewai"),
+    *_modes("autogen_agent", "AutoGen (native)", "autogen"),
+    *_modes("beeai_agent", "OpenInference BeeAI", "beeai"),
+    Scenario("strands_agent_latest", "strands_agent", ("--content", "on", "--semconv", "latest"),
+             family="Strands Agents (native)", venv="strands"),
+    Scenario("pydantic_ai_agent_v6", "pydantic_ai_agent", ("--content", "on", "--version", "6"),
+             family="Pydantic AI (native)", venv="pydantic_ai"),
+    Scenario("llamaindex_rag_genai", "llamaindex_rag", ("--content", "on"), GENAI,
+             family="OpenInference LlamaIndex (query engine)", venv="llamaindex"),
+    Scenario("mcp_agent_no_root", "mcp_agent", ("--content", "on", "--no-root"), family="OpenLLMetry MCP",
+             venv="mcp"),
 ]}
 
 
@@ -110,17 +150,22 @@ def missing_packages() -> str | None:
     for path in (OTEL_AGENTS, TRACELOOP_AGENTS):
         if not (path / "opentelemetry" / "instrumentation" / "openai_agents").is_dir():
             return f"{path} is missing (bash .ci/setup --test installs it)"
+    for scenario in SCENARIOS.values():
+        if scenario.venv and not Path(scenario.python).exists():
+            return f"{scenario.python} is missing (bash .ci/setup --test makes it)"
     return None
 
 
 def run(scenario: Scenario, out_dir: Path) -> tuple[list[SpanRecord], float]:
     """The scenario's spans (read back from the OTLP bytes it wrote) and its wall time in seconds."""
     out = out_dir / f"{scenario.name}.otlp"
+    logs = Path(str(out) + ".logs")
+    logs.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
     env.update(scenario.env)
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (scenario.path, REPO) if p)
     env["HF_HUB_OFFLINE"] = "1"
-    command = [sys.executable, "-m", f"tests.interop.scenarios.{scenario.module}", "--out", str(out),
+    command = [scenario.python, "-m", f"tests.interop.scenarios.{scenario.module}", "--out", str(out),
                *scenario.args]
     start = time.perf_counter()
     proc = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
@@ -144,6 +189,7 @@ class Captured:
         """Read a scenario's spans from ``out`` when an earlier run left them there (the mutation run,
         scripts/mutation.sh: the scenarios run once, not once per mutant)."""
         self._spans: dict[str, list[SpanRecord]] = {}
+        self._logs: dict[str, list[LogRecord]] = {}
 
     def spans(self, name: str) -> list[SpanRecord]:
         if name not in self._spans:
@@ -154,6 +200,20 @@ class Captured:
             else:
                 self._spans[name] = run(SCENARIOS[name], self.out)[0]
         return self._spans[name]
+
+    def logs(self, name: str) -> list[LogRecord]:
+        """The GenAI events the scenario sent as OTLP log records (none for most)."""
+        if name not in self._logs:
+            self.spans(name)
+            request = self.logs_request(name)
+            self._logs[name] = otlp_logs(request.resource_logs).records if request is not None else []
+        return self._logs[name]
+
+    def logs_request(self, name: str) -> ExportLogsServiceRequest | None:
+        """The scenario's log records as the one OTLP request it wrote, or None."""
+        self.spans(name)
+        path = self.out / f"{name}.otlp.logs"
+        return ExportLogsServiceRequest.FromString(path.read_bytes()) if path.exists() else None
 
     def request(self, name: str) -> ExportTraceServiceRequest:
         """The scenario's spans as the one OTLP request it wrote."""
