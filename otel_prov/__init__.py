@@ -9,7 +9,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from .errors import ConfigError, ProvError, StoreError, StoreNotFound
-    from .ingest.exporter import ProvSpanExporter
+    from .ingest.exporter import ProvLogExporter, ProvSpanExporter
     from .instrument import (
         AgentSession,
         DocRagSession,
@@ -26,7 +26,7 @@ if _typing.TYPE_CHECKING:
 
 _WHERE = {
     "ConfigError": "errors", "ProvError": "errors", "StoreError": "errors", "StoreNotFound": "errors",
-    "ProvSpanExporter": "ingest.exporter",
+    "ProvSpanExporter": "ingest.exporter", "ProvLogExporter": "ingest.exporter",
     "AgentSession": "instrument", "DocRagSession": "instrument", "GraphRagSession": "instrument",
     "Step": "instrument", "agent_session": "instrument", "doc_rag_session": "instrument",
     "graph_rag_session": "instrument",
@@ -67,6 +67,7 @@ __all__ = [
     "DocRagSession",
     "GraphRagSession",
     "ProvError",
+    "ProvLogExporter",
     "ProvSpanExporter",
     "Step",
     "StoreError",

@@ -21,6 +21,7 @@ from rdflib import RDF, URIRef
 
 from otel_prov import OTELPROV, PROFILES, TG, ProvSpanExporter, spans_to_dataset
 from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import LogRecord, SpanRecord
 from otel_prov.model.quads import nquads
 from otel_prov.stores.oxigraph import OxigraphStore
 from tests.graphs import assert_isomorphic
@@ -185,25 +186,33 @@ def test_running_session_already_shows_question_and_finished_steps(
 @given(data=st.data())
 def test_real_instrumentation_traces_any_delivery_same_graph(interop: Captured, data: st.DataObject) -> None:
     """Up to three real runs together (a bare openai-v2 loop spans three traces: its conversation is
-    joined across batches), their spans split into batches, shuffled, repeated: the store ends with
-    the graph of all the spans mapped at once."""
+    joined across batches), their spans and the GenAI events they sent as log records split into
+    batches, shuffled, repeated (a log before its span, a span before its logs, across batches): the
+    store ends with the graph of everything mapped at once."""
     names = data.draw(st.lists(st.sampled_from(sorted(SCENARIOS)), min_size=1, max_size=3, unique=True),
                       label="scenarios")
     profile = data.draw(st.sampled_from(PROFILES), label="profile")
     spans = [s for name in names for s in interop.spans(name)]
-    schedule = data.draw(schedules(len(spans)), label="schedule")
-    whole, mapper = TraceMapper(profile).map(spans).add, TraceMapper(profile)
+    logs = [r for name in names for r in interop.logs(name)]
+    items: list[SpanRecord | LogRecord] = [*spans, *logs]
+    schedule = data.draw(schedules(len(items)), label="schedule")
+    whole, mapper = TraceMapper(profile).map(spans, logs).add, TraceMapper(profile)
     store, expected = OxigraphStore(None), OxigraphStore(None)
     try:
         expected.add(nquads(whole), len(whole))
         for batch in schedule:
-            update = mapper.map([spans[i] for i in batch])
+            update = mapper.map(*_split([items[i] for i in batch]))
             store.remove(update.remove)
             store.add(nquads(update.add), len(update.add))
         assert _quads(store) == _quads(expected)
     finally:
         store.close()
         expected.close()
+
+
+def _split(items: Sequence[SpanRecord | LogRecord]) -> tuple[list[SpanRecord], list[LogRecord]]:
+    """A batch of a schedule as the spans and the log records of one request each."""
+    return ([i for i in items if isinstance(i, SpanRecord)], [i for i in items if isinstance(i, LogRecord)])
 
 
 def _quads(store: OxigraphStore) -> set[object]:
@@ -228,8 +237,10 @@ def test_traces_shared_among_mappers_give_the_graph_of_one(interop: Captured, da
     profile = data.draw(st.sampled_from(PROFILES), label="profile")
     count = data.draw(st.integers(2, 3), label="workers")
     spans = [s for name in names for s in interop.spans(name)]
-    schedule = data.draw(schedules(len(spans)), label="schedule")
-    whole = TraceMapper(profile).map(spans).add
+    logs = [r for name in names for r in interop.logs(name)]
+    items: list[SpanRecord | LogRecord] = [*spans, *logs]
+    schedule = data.draw(schedules(len(items)), label="schedule")
+    whole = TraceMapper(profile).map(spans, logs).add
     mappers = [TraceMapper(profile, conversations=k == 0) for k in range(count)]
     store, expected = OxigraphStore(None), OxigraphStore(None)
 
@@ -242,9 +253,9 @@ def test_traces_shared_among_mappers_give_the_graph_of_one(interop: Captured, da
         for batch in schedule:
             ops = []
             for k, mapper in enumerate(mappers):
-                mine = [spans[i] for i in batch
-                        if trace_share(spans[i].trace_id.to_bytes(16, "big"), count) == k]
-                update = mapper.map(mine)
+                mine = [items[i] for i in batch
+                        if trace_share(items[i].trace_id.to_bytes(16, "big"), count) == k]
+                update = mapper.map(*_split(mine))
                 apply(update)
                 ops += [(t, None if calls is None else tuple(_portable(c) for c in calls))
                         for t, calls in update.conversation_ops]

@@ -10,7 +10,7 @@ import otel_prov
 def test_public_names_are_locked() -> None:
     assert sorted(otel_prov.__all__) == [
         "AgentSession", "ConfigError", "DocRagSession", "GRAPH_RETRIEVAL", "GraphRagSession", "OTELPROV",
-        "PROFILES", "ProvError", "ProvSpanExporter", "SEED", "STRICT", "Step", "StoreError",
+        "PROFILES", "ProvError", "ProvLogExporter", "ProvSpanExporter", "SEED", "STRICT", "Step", "StoreError",
         "StoreNotFound", "TG", "agent_session", "doc_rag_session", "graph_rag_session", "load_dataset",
         "spans_to_dataset",
     ]

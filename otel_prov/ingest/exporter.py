@@ -13,12 +13,23 @@ import rdflib
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+try:  # the SDK's log exporter base class, renamed in 1.39
+    from opentelemetry.sdk._logs.export import LogRecordExporter as _LogExporter
+    from opentelemetry.sdk._logs.export import LogRecordExportResult as _LogResult
+except ImportError:  # pragma: no cover - older SDKs
+    from opentelemetry.sdk._logs.export import (  # type: ignore[assignment,no-redef,unused-ignore]
+        LogExporter as _LogExporter,
+    )
+    from opentelemetry.sdk._logs.export import (  # type: ignore[assignment,no-redef,unused-ignore]
+        LogExportResult as _LogResult,
+    )
+
 from .. import settings
-from ..mapping.spans import InvalidSpan, SpanRecord, from_sdk
-from ..stores import StoreSpec, WriteStore, open_for_writing
-from ..stores.logstore import LoggedStore
-from .pipeline import IngestPipeline, PipelineClosed
+from ..mapping.spans import InvalidSpan, LogRecord, SpanRecord, from_sdk, log_from_sdk
+from ..stores import StoreSpec, WriteStore
+from .pipeline import PipelineClosed
 from .problems import ProblemLog
+from .shared import LOGS, SPANS, lease
 from .writer import LogFailed, WriterFull
 
 logger = logging.getLogger(__name__)
@@ -58,12 +69,8 @@ class ProvSpanExporter(SpanExporter):
         limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
         spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
         self.store_spec = spec
-        rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
-        opened = open_for_writing(spec)
-        if isinstance(opened, LoggedStore):  # shutdown() need not wait for the index
-            opened.hand_over_fold = True
-        self._pipeline = IngestPipeline(opened, self.profile, name="otel-prov exporter",
-                                        rescue_dir=rescue_dir, max_attribute_bytes=limit)
+        self._lease = lease(SPANS, spec, self.profile, name="otel-prov exporter", max_attribute_bytes=limit)
+        self._pipeline = self._lease.pipeline
         self._problems = ProblemLog(logger, "otel-prov exporter")
 
     @property
@@ -109,7 +116,7 @@ class ProvSpanExporter(SpanExporter):
     def shutdown(self, timeout_millis: float = 30_000) -> None:
         if self._pipeline.closed:
             return
-        if not self._pipeline.close(max(0.0, timeout_millis) / 1000):
+        if not self._lease.release(max(0.0, timeout_millis) / 1000):
             logger.error("otel-prov exporter: not everything could be stored at shutdown (see above)")
 
     def stats(self) -> dict[str, Any]:
@@ -167,3 +174,109 @@ class ConfiguredProvSpanExporter(ProvSpanExporter):
         if self.degraded is not None:
             return {"spans": 0, "dropped_spans": self._dropped, "degraded": self.degraded}
         return {**super().stats(), "dropped_spans": 0}
+
+
+class ProvLogExporter(_LogExporter):
+    """An OpenTelemetry SDK log exporter for the GenAI events some instrumentations send as log
+    records (content capture as events: ``gen_ai.user.message``, ``gen_ai.choice``,
+    ``gen_ai.client.inference.operation.details``, ``gen_ai.evaluation.result``): the mapping joins each
+    to its span by trace and span id, whichever arrives first.  Other log records (an application's own
+    log lines) are not stored.
+
+    It shares the ingest pipeline (and the store) of the process's :class:`ProvSpanExporter` on the same
+    store: ``OTEL_TRACES_EXPORTER=prov`` with ``OTEL_LOGS_EXPORTER=prov``
+    (``opentelemetry-instrument``), or both built with the same ``store=``.  Same arguments, the same
+    guarantees as the span exporter: ``export()`` never raises, SUCCESS once stored."""
+
+    def __init__(
+        self,
+        *,
+        store: str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None = None,
+        profile: str | None = None,
+        max_attribute_bytes: int | None = None,
+    ) -> None:
+        self.profile = settings.PROFILE.get(profile)
+        limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
+        spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
+        self.store_spec = spec
+        self._lease = lease(LOGS, spec, self.profile, name="otel-prov log exporter",
+                            max_attribute_bytes=limit)
+        self._pipeline = self._lease.pipeline
+        self._problems = ProblemLog(logger, "otel-prov log exporter")
+        self.records = 0
+        """GenAI events exported so far."""
+        self.ignored = 0
+        """Log records that are no GenAI event (not stored)."""
+
+    def export(self, batch: Sequence[Any]) -> Any:
+        if self._pipeline.closed:
+            return _LogResult.FAILURE
+        try:
+            logs: list[LogRecord] = []
+            for item in batch:
+                found = log_from_sdk(item)
+                if found is None:
+                    self.ignored += 1
+                else:
+                    logs.append(found)
+            if not logs:
+                return _LogResult.SUCCESS
+            self.records += len(logs)
+            update = self._pipeline.submit([], logs).update
+            if update.problems:
+                self._problems.report(update.problems)
+            return _LogResult.SUCCESS
+        except PipelineClosed:
+            return _LogResult.FAILURE
+        except WriterFull:
+            self._problems.report(["batch refused: the store is not keeping up (or failing)"])
+            return _LogResult.FAILURE
+        except LogFailed:
+            self._problems.report(["batch not stored: the store's log cannot be written"])
+            return _LogResult.FAILURE
+        except Exception:  # never into the application
+            if not self._pipeline.closed:
+                self._problems.exception("unexpected error in export (see the first traceback)")
+            return _LogResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        if self._pipeline.closed:
+            return True
+        return self._pipeline.wait(timeout=timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        if self._pipeline.closed:
+            return
+        if not self._lease.release(30.0):
+            logger.error("otel-prov log exporter: not everything could be stored at shutdown (see above)")
+
+    def stats(self) -> dict[str, Any]:
+        return {"records": self.records, "ignored": self.ignored, "problems": dict(self._problems.counts)}
+
+
+class ConfiguredProvLogExporter(ProvLogExporter):
+    """The log exporter ``OTEL_LOGS_EXPORTER=prov`` builds (the ``prov`` entry point): a store that
+    cannot be opened is one log line, and the exporter drops what it is given (the application's
+    other exporters go on), as :class:`ConfiguredProvSpanExporter` does."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.degraded: str | None = None
+        self._dropped = 0
+        try:
+            super().__init__(**kwargs)
+        except Exception as exc:  # never into the SDK's configurator
+            self.degraded = str(exc)
+            logger.error("otel-prov log exporter: GenAI events will not be stored: %s", exc)
+
+    def export(self, batch: Sequence[Any]) -> Any:
+        if self.degraded is None:
+            return super().export(batch)
+        self._dropped += len(batch)
+        return _LogResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True if self.degraded is not None else super().force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        if self.degraded is None:
+            super().shutdown()

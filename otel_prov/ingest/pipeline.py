@@ -19,7 +19,7 @@ from typing import TypeGuard
 
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
-from ..mapping.spans import SpanRecord
+from ..mapping.spans import LogRecord, SpanRecord
 from ..model.quads import nquads
 from ..stores.base import AppendStore, WriteStore
 from .writer import AppendWriter, NotStored, Writer
@@ -60,6 +60,8 @@ class IngestPipeline:
             AppendWriter(store) if _appends(store) else Writer(store, rescue_dir=rescue_dir))
         self.spans = 0
         """Spans submitted so far."""
+        self.logs = 0
+        """GenAI events (log records) submitted so far."""
         self._lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
@@ -68,16 +70,17 @@ class IngestPipeline:
     def closed(self) -> bool:
         return self._closed
 
-    def submit(self, records: Sequence[SpanRecord]) -> Submitted:
-        """Map ``records`` and hand the update to the writer.  One at a time: a framework trace's
-        updates build on each other, so they must reach the writer in the order they were made.
-        Raises :class:`~.writer.WriterFull` when the store has not kept up, :class:`PipelineClosed`
-        after :meth:`close`."""
+    def submit(self, records: Sequence[SpanRecord], logs: Sequence[LogRecord] = ()) -> Submitted:
+        """Map ``records`` (and the GenAI events of ``logs``) and hand the update to the writer.  One
+        at a time: a framework trace's updates build on each other, so they must reach the writer in
+        the order they were made.  Raises :class:`~.writer.WriterFull` when the store has not kept up,
+        :class:`PipelineClosed` after :meth:`close`."""
         with self._lock:
             if self._closed:
                 raise PipelineClosed(f"{self.name} is shut down")
-            update = self.mapper.map(records)
+            update = self.mapper.map(records, logs)
             self.spans += len(records)
+            self.logs += len(logs)
             return self._write(update)
 
     def apply_conversations(self, ops: Sequence[ConversationOp]) -> Submitted:

@@ -625,6 +625,8 @@ class _TraceRuns:
         for tool in run.tools:
             step = tool_step(tool, self.tool_calls[tool.span_id], matched.get(tool.span_id), self.calls,
                              targets.get(tool.span_id))
+            if step.observation is None:
+                self._result_from_input(run, step, tool, matched.get(tool.span_id))
             number = run.number[tool.span_id]
             writer.step(run.uuid, number, step, common)
             self.node_of[tool.span_id] = analysis_iri(run.uuid, number)
@@ -633,6 +635,23 @@ class _TraceRuns:
         for number, requested in run.requested:
             writer.step(run.uuid, number, self._requested_step(run, requested), common)
             self.node_of.setdefault(requested.llm.span_id, analysis_iri(run.uuid, number))
+
+    def _result_from_input(self, run: Run, step: Analysis, tool: SpanView,
+                           matched: tuple[SpanView, Request | None] | None) -> None:
+        """A tool span that does not record its result: the result as the next model call was given it
+        (its input's tool message, by tool call id)."""
+        request = matched[1] if matched else None
+        call_id = self.tool_calls[tool.span_id].call_id or (request.id if request else None)
+        if not call_id:
+            return
+        for llm in run.llms:
+            if _key(llm) < _key(tool):
+                continue
+            text = next((t for rid, t in self.calls[llm.span_id].results if rid == call_id), None)
+            if text is not None:
+                step.observation = text
+                step.missing = tuple(m for m in step.missing if m != OBSERVATION)
+                return
 
     def _requested_step(self, run: Run, requested: Requested) -> Analysis:
         """A step only the model's messages show: its observation from a later call's input, by id,

@@ -172,6 +172,10 @@ class Conversations:
                 self._forget_keys(keys)
                 problems.append(LATE_CALL)
                 continue
+            known = self.calls.get(cid)
+            if known is not None and known != call:  # more of it known now (its log records came)
+                touched |= self._members.get(self._root_of.get(cid, cid), set())
+                self._drop(cid)
             if cid not in self.calls:
                 self.calls[cid] = call
                 for key in keys:

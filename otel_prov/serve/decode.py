@@ -16,11 +16,13 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ..ingest.problems import ProblemLog
 from ..mapping import otlp
 from ..mapping.limits import MAX_VALUE_DEPTH, TOO_DEEP_MARKER
+from ..mapping.spans import LogSlice
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The largest request accepted (after decompression), as the OTLP specification recommends."""
@@ -74,15 +76,36 @@ def decode_protobuf(body: bytes, problems: ProblemLog | None = None) -> Any:
     return request
 
 
+def decode_logs(body: bytes) -> ExportLogsServiceRequest:
+    """An ``ExportLogsServiceRequest`` (OTLP logs: the GenAI events some instrumentations send as log
+    records)."""
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError) as exc:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, "undecodable protobuf", str(exc)[:500]) from None
+    return request
+
+
+LOGS_IGNORED = "log records that are no GenAI event (an application's own log lines): not stored"
+LOGS_UNATTACHED = "GenAI events (log records) without a trace and span id: not stored"
+
+
+def log_problems(found: LogSlice) -> list[str]:
+    """What the records of a logs request that are not stored are, for the problem counters."""
+    return [LOGS_IGNORED] * bool(found.ignored) + [LOGS_UNATTACHED] * bool(found.unattached)
+
+
 # -- OTLP/JSON ------------------------------------------------------------------------------------
 
 
-def decode_json(body: bytes) -> ExportTraceServiceRequest:
+def decode_json(body: bytes, logs: bool = False) -> Any:
+    """An ``ExportTraceServiceRequest`` (with ``logs``, an ``ExportLogsServiceRequest``) in OTLP/JSON."""
     try:
         document = json.loads(body)
         hex_ids_to_base64(document)
         cut_deep_values(document)
-        request = ExportTraceServiceRequest()
+        request: Any = ExportLogsServiceRequest() if logs else ExportTraceServiceRequest()
         json_format.ParseDict(document, request, ignore_unknown_fields=True,
                               max_recursion_depth=_JSON_MESSAGE_DEPTH)
         return request
@@ -98,6 +121,10 @@ def hex_ids_to_base64(document: Any) -> None:
     Rewrites them in place (spans and span links) so ``json_format`` decodes the right bytes."""
     if not isinstance(document, dict):
         raise ValueError("the body is not a JSON object")
+    for rl in _list(document, "resourceLogs", "resource_logs"):
+        for sl in _list(rl, "scopeLogs", "scope_logs"):
+            for record in _list(sl, "logRecords", "log_records"):
+                _convert_ids(record)
     for rs in _list(document, "resourceSpans", "resource_spans"):
         for ss in _list(rs, "scopeSpans", "scope_spans"):
             for span in _list(ss, "spans"):

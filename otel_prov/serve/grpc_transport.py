@@ -1,4 +1,5 @@
-"""The gRPC transport of ``otel-prov serve``: ``TraceService/Export`` and ``grpc.health.v1.Health/Check``.
+"""The gRPC transport of ``otel-prov serve``: ``TraceService/Export``, ``LogsService/Export`` (the GenAI
+events some instrumentations send as log records) and ``grpc.health.v1.Health/Check``.
 
 Requests are deserialised here, not by grpcio, so that an undecodable one is answered
 INVALID_ARGUMENT (grpcio's own deserialisation failure is INTERNAL).  Refusals under load are
@@ -16,19 +17,21 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
 
 from ..settings import ServeSettings
-from .decode import DECODED_PER_BYTE, MAX_MESSAGE_BYTES, BadRequest, decode_protobuf
+from .decode import DECODED_PER_BYTE, MAX_MESSAGE_BYTES, BadRequest, decode_logs, decode_protobuf
 from .receiver import Answer, Outcome, Receiver
 from .rpc_status import UNAVAILABLE, retry_info, status
 
 logger = logging.getLogger(__name__)
 
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 HEALTH_SERVICE = "grpc.health.v1.Health"
 STATUS_DETAILS_TRAILER = "grpc-status-details-bin"
 RETRY_INFO_TRAILER = "google.rpc.retryinfo-bin"
@@ -71,6 +74,12 @@ class _Handlers:
         self._receiver = receiver
 
     def export(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        return self._export(data, context, logs=False)
+
+    def export_logs(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        return self._export(data, context, logs=True)
+
+    def _export(self, data: bytes, context: grpc.ServicerContext, logs: bool) -> bytes:
         receiver = self._receiver
         if not receiver.begin():
             self._abort(context, receiver.draining_outcome())
@@ -85,15 +94,17 @@ class _Handlers:
                 self._abort(context, refusal)
             held = len(data) * DECODED_PER_BYTE
             try:
-                request = decode_protobuf(data, receiver.problems)
+                request = decode_logs(data) if logs else decode_protobuf(data, receiver.problems)
             except BadRequest as exc:
                 self._abort(context, receiver.refuse_invalid(exc.kind, exc.detail))
             remaining = context.time_remaining()
             deadline = time.monotonic() + remaining if remaining is not None else None
-            outcome = receiver.ingest(request, deadline, body=data)
+            outcome = receiver.ingest(request, deadline, body=data, logs=logs)
             del data, request
             if outcome.answer is not Answer.OK:
                 self._abort(context, outcome)
+            if logs:
+                return bytes(ExportLogsServiceResponse().SerializeToString())
             response = ExportTraceServiceResponse()
             if outcome.rejected_spans:
                 response.partial_success.CopyFrom(ExportTracePartialSuccess(
@@ -135,6 +146,10 @@ class GrpcTransport:
             "Export": grpc.unary_unary_rpc_method_handler(
                 handlers.export, request_deserializer=_identity, response_serializer=_identity),
         })
+        logs = grpc.method_handlers_generic_handler(LOGS_SERVICE, {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                handlers.export_logs, request_deserializer=_identity, response_serializer=_identity),
+        })
         health = grpc.method_handlers_generic_handler(HEALTH_SERVICE, {
             "Check": grpc.unary_unary_rpc_method_handler(
                 handlers.health, request_deserializer=_identity, response_serializer=_identity),
@@ -147,7 +162,7 @@ class GrpcTransport:
         ]
         self._executor = futures.ThreadPoolExecutor(
             max_workers=settings.max_inflight + _EXTRA_WORKERS, thread_name_prefix="otel-prov-grpc")
-        self._server = grpc.server(self._executor, handlers=[trace, health], options=options)
+        self._server = grpc.server(self._executor, handlers=[trace, logs, health], options=options)
         address = settings.address(settings.grpc_port)
         try:
             if settings.tls_cert and settings.tls_key:

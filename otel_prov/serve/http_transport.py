@@ -1,4 +1,5 @@
-"""The HTTP transport of ``otel-prov serve``: ``POST /v1/traces`` (OTLP/HTTP, protobuf or JSON) and
+"""The HTTP transport of ``otel-prov serve``: ``POST /v1/traces`` and ``POST /v1/logs`` (OTLP/HTTP,
+protobuf or JSON; the logs: the GenAI events some instrumentations send as log records) and
 ``GET /health``, a Starlette application on :class:`~.http_server.HttpServer` (uvicorn with our
 limits: deadlines, a connection cap, the Host check).
 
@@ -25,6 +26,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -42,6 +44,7 @@ from .decode import (
     BadRequest,
     Gunzip,
     decode_json,
+    decode_logs,
     decode_protobuf,
     too_large,
 )
@@ -53,6 +56,7 @@ from .rpc_status import status as rpc_status
 logger = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 HEALTH_PATH = "/health"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -96,6 +100,7 @@ class OtlpHttpApp:
         self.executor = executor
         self.app = Starlette(routes=[
             Route(TRACES_PATH, self.export, methods=["POST"]),
+            Route(LOGS_PATH, self.export_logs, methods=["POST"]),
             Route(HEALTH_PATH, self.health, methods=["GET"]),
         ])
 
@@ -108,6 +113,12 @@ class OtlpHttpApp:
         return Response(json.dumps(info), status, media_type=JSON)
 
     async def export(self, request: Request) -> Response:
+        return await self._export(request, logs=False)
+
+    async def export_logs(self, request: Request) -> Response:
+        return await self._export(request, logs=True)
+
+    async def _export(self, request: Request, logs: bool) -> Response:
         receiver = self.receiver
         content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
         encoding = JSON if content_type == JSON else PROTOBUF
@@ -128,14 +139,16 @@ class OtlpHttpApp:
                 return _answer(receiver.draining_outcome(), encoding, close=True)
             try:
                 if content_type == JSON:
-                    decoded = await self._blocking(decode_json, body)
+                    decoded = await self._blocking(decode_json, body, logs)
+                elif logs:
+                    decoded = await self._blocking(decode_logs, body)
                 else:
                     decoded = await self._blocking(decode_protobuf, body, receiver.problems)
                 raw = body if content_type != JSON else None  # the workers read protobuf bytes
                 del body
-                outcome = await self._blocking(receiver.ingest, decoded, None, raw)
+                outcome = await self._blocking(receiver.ingest, decoded, None, raw, logs)
                 del decoded, raw
-                return _answer(outcome, encoding)
+                return _answer(outcome, encoding, logs=logs)
             finally:
                 receiver.end()
         except BadRequest as exc:
@@ -189,7 +202,9 @@ class OtlpHttpApp:
 # -- answers --------------------------------------------------------------------------------------
 
 
-def _answer(outcome: Outcome, encoding: str, *, close: bool = False) -> Response:
+def _answer(outcome: Outcome, encoding: str, *, close: bool = False, logs: bool = False) -> Response:
+    if outcome.answer is Answer.OK and logs:
+        return _send(HTTPStatus.OK, encoding, _encode(ExportLogsServiceResponse(), encoding), close=close)
     if outcome.answer is Answer.OK:
         response = ExportTraceServiceResponse()
         if outcome.rejected_spans:

@@ -30,7 +30,7 @@ from ..ingest.problems import ProblemLog
 from ..ingest.writer import NotStored, WriterFull
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import Update
-from ..mapping.spans import otlp_slices
+from ..mapping.spans import otlp_logs, otlp_slices
 from ..settings import (
     DEFAULT_ACK_TIMEOUT,
     DEFAULT_MAX_INFLIGHT,
@@ -38,6 +38,7 @@ from ..settings import (
     DEFAULT_MEMORY_BUDGET,
 )
 from ..stores import WriteStore
+from .decode import log_problems
 from .workers import CLOSED, TOO_SLOW, WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ class ReceiverStats:
     acknowledged_requests: int = 0
     spans_acknowledged: int = 0
     spans_rejected: int = 0
+    log_records_acknowledged: int = 0
+    """GenAI events (log records) stored or kept for their spans."""
     quads_submitted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -110,6 +113,7 @@ class ReceiverStats:
             "acknowledged_requests": self.acknowledged_requests,
             "spans_acknowledged": self.spans_acknowledged,
             "spans_rejected": self.spans_rejected,
+            "log_records_acknowledged": self.log_records_acknowledged,
             "quads_submitted": self.quads_submitted,
             "refused": dict(self.refused),
         }
@@ -269,8 +273,11 @@ class Receiver:
         self._refused("request refused: shutting down")
         return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
 
-    def ingest(self, request: Any, deadline: float | None = None, body: bytes | None = None) -> Outcome:
+    def ingest(self, request: Any, deadline: float | None = None, body: bytes | None = None,
+               logs: bool = False) -> Outcome:
         """Map and store one request; returns after its quads are committed, or with a refusal.
+        With ``logs``, ``request`` is an ``ExportLogsServiceRequest`` (the GenAI events some
+        instrumentations send as log records: joined to their spans, whichever arrives first).
 
         ``deadline`` (``time.monotonic()`` seconds) shortens the wait for the commit (a client's
         gRPC deadline); the default is the receiver's ack timeout.  ``request`` is an
@@ -282,9 +289,11 @@ class Receiver:
             return refusal
         try:
             if self._pipeline is not None:
+                if logs:
+                    return self._ingest_logs(self._pipeline, request, deadline)
                 return self._ingest(self._pipeline, request, deadline)
             if self._pool is not None:
-                return self._ingest_pool(self._pool, request, body, deadline)
+                return self._ingest_pool(self._pool, request, body, deadline, logs)
             raise RuntimeError("a receiver without a store")
         except NotStored as exc:  # the store refused it (a full disk): nothing of it is kept
             self._refused_inflight("store failing")
@@ -367,8 +376,32 @@ class Receiver:
             return failure
         return self._acknowledged(accepted, rejected, first_rejected, added)
 
+    def _ingest_logs(self, pipeline: IngestPipeline, request: Any, deadline: float | None) -> Outcome:
+        """The GenAI events of a logs request, mapped in one turn (log records are small and few beside
+        spans) and stored; the other records (an application's own log lines) are not kept."""
+        seq = self._writer.submitted
+        found = otlp_logs(request.resource_logs)
+        try:
+            with self._turns:
+                submitted = pipeline.submit([], found.records)
+        except WriterFull:
+            self._refused_inflight("the store is not keeping up")
+            return _unavailable("the store is not keeping up; retry", RETRY_BUSY_SECONDS)
+        except PipelineClosed:
+            self._refused_inflight("closed while mapping")
+            return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
+        seq, update = submitted.seq, submitted.update
+        problems = [*found.problems, *log_problems(found), *update.problems]
+        if problems:
+            self.problems.report(problems)
+        failure = self._await(seq, deadline)
+        if failure is not None:
+            pipeline.unstored(update)
+            return failure
+        return self._acknowledged(len(found.records), 0, "", len(update.add), logs=True)
+
     def _ingest_pool(self, pool: WorkerPool, request: Any, body: bytes | None,
-                     deadline: float | None) -> Outcome:
+                     deadline: float | None, logs: bool = False) -> Outcome:
         """The workers map and store the request (:mod:`.workers`); answered once every part is
         durable."""
         if body is None:
@@ -376,7 +409,11 @@ class Receiver:
         limit = time.monotonic() + self._ack_timeout
         if deadline is not None:
             limit = min(limit, deadline)
-        result = pool.ingest(body, limit)
+        if logs:
+            found = otlp_logs(request.resource_logs)  # what the workers leave out, counted once here
+            if found.problems or found.ignored or found.unattached:
+                self.problems.report([*found.problems, *log_problems(found)])
+        result = pool.ingest(body, limit, logs)
         if result.problems:
             self.problems.report(result.problems.elements())
         if result.failure is not None:
@@ -385,12 +422,16 @@ class Receiver:
             delay = (RETRY_BUSY_SECONDS if kind == TOO_SLOW else
                      RETRY_DRAINING_SECONDS if kind == CLOSED else RETRY_STORE_SECONDS)
             return _unavailable(message, delay)
-        return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added)
+        return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added, logs)
 
-    def _acknowledged(self, accepted: int, rejected: int, first_rejected: str, added: int) -> Outcome:
+    def _acknowledged(self, accepted: int, rejected: int, first_rejected: str, added: int,
+                      logs: bool = False) -> Outcome:
         with self._cv:
             self.stats.acknowledged_requests += 1
-            self.stats.spans_acknowledged += accepted
+            if logs:
+                self.stats.log_records_acknowledged += accepted
+            else:
+                self.stats.spans_acknowledged += accepted
             self.stats.spans_rejected += rejected
             self.stats.quads_submitted += added
         if rejected:

@@ -48,10 +48,10 @@ from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.writer import NotStored
 from ..mapping import mapper as M
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
-from ..mapping.spans import SpanView, otlp_slices
+from ..mapping.spans import SpanView, otlp_logs, otlp_slices
 from ..stores import StoreSpec, open_for_writing, parse_store
 from ..stores.folder import interpreter
-from .decode import decode_protobuf
+from .decode import decode_logs, decode_protobuf, log_problems
 
 logger = logging.getLogger(__name__)
 
@@ -326,13 +326,15 @@ class WorkerPool:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def ingest(self, body: bytes, deadline: float) -> PoolResult:
-        """Have every worker map and store its part of the request ``body``; returns once each
-        part is durable (and the conversation changes it caused), or with the first failure."""
+    def ingest(self, body: bytes, deadline: float, logs: bool = False) -> PoolResult:
+        """Have every worker map and store its part of the request ``body`` (an
+        ``ExportTraceServiceRequest``, or with ``logs`` an ``ExportLogsServiceRequest``: each worker
+        takes the log records of its traces); returns once each part is durable (and the
+        conversation changes it caused), or with the first failure."""
         rid = next(self._ids)
         call = _Call(self.count)
         for worker in self.workers:
-            worker.call(rid, call, ("req", rid, deadline), body)
+            worker.call(rid, call, ("logs" if logs else "req", rid, deadline), body)
         if not call.wait(deadline):
             for worker in self.workers:
                 with worker.lock:
@@ -479,6 +481,10 @@ class Worker:
                     _, rid, deadline = message
                     body = self.conn.recv_bytes()
                     self._request(rid, deadline, body)
+                elif kind == "logs":
+                    _, rid, deadline = message
+                    body = self.conn.recv_bytes()
+                    self._logs(rid, deadline, body)
                 elif kind == "conv":
                     _, rid, deadline, ops = message
                     self._conversations(rid, deadline, ops)
@@ -517,6 +523,27 @@ class Worker:
                 result.ops += update.conversation_ops
         except Exception as exc:
             result.failure = self._failure(exc, "while ingesting")
+        self._queue_ack(rid, seq, deadline, updates, result)
+
+    def _logs(self, rid: int, deadline: float, body: bytes) -> None:
+        """This worker's share of a logs request: the GenAI events of its traces."""
+        result = PartResult()
+        updates: list[Update] = []
+        seq = self.pipeline.writer.submitted
+        try:
+            found = otlp_logs(decode_logs(body).resource_logs, (self.index, self.count))
+            del body
+            result.problems.update(found.problems)
+            result.problems.update(log_problems(found))
+            submitted = self.pipeline.submit([], found.records)
+            seq, update = submitted.seq, submitted.update
+            updates.append(update)
+            result.accepted = len(found.records)
+            result.added = len(update.add)
+            result.problems.update(update.problems)
+            result.ops += update.conversation_ops
+        except Exception as exc:
+            result.failure = self._failure(exc, "while ingesting logs")
         self._queue_ack(rid, seq, deadline, updates, result)
 
     def _conversations(self, rid: int, deadline: float, ops: list[ConversationOp]) -> None:

@@ -220,6 +220,9 @@ def expected(name: str) -> list[Chain]:
         # Without the root span, nothing names the agent: the model calls and tool spans of the loop are
         # one trace each, tied into one conversation by their tool-call ids.
         "mcp_agent_no_root": [react(Variant(agent=None))],
+        # The content in log records rather than on the spans: the same chains.
+        "openai_v2_chat_events": known["openai_v2_chat"],
+        "util_genai_agent_events": known["util_genai_agent"],
     })
     return known[name]
 

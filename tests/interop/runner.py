@@ -32,6 +32,7 @@ ENV_DIR = ALT / "envs"
 
 SPAN_ONLY = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
 NO_CONTENT = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT"}
+EVENT_ONLY = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"}
 GENAI = {"OPENINFERENCE_ENABLE_GENAI_SEMCONV": "true"}
 SCRUB = ("OTEL_", "OPENINFERENCE_", "OPENAI_", "TRACELOOP_", "LANGSMITH_", "LANGCHAIN_", "HF_", "PYTHON")
 """Variables that would change what the frameworks or instrumentations do: not inherited."""
@@ -74,6 +75,10 @@ def _modes(name: str, family: str, venv: str, module: str | None = None) -> list
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("openai_v2_chat", "openai_v2", (), SPAN_ONLY, family="OTel openai-v2 (bare loop)"),
     Scenario("openai_v2_chat_no_content", "openai_v2", (), {}, family="OTel openai-v2 (bare loop)"),
+    # Content as log records (the inference-details event) instead of span attributes.
+    Scenario("openai_v2_chat_events", "openai_v2", (), EVENT_ONLY, family="OTel openai-v2 (bare loop)"),
+    Scenario("util_genai_agent_events", "openai_v2", ("--util-genai",), EVENT_ONLY,
+             family="OTel util-genai agent API"),
     Scenario("util_genai_agent", "openai_v2", ("--util-genai",), SPAN_ONLY,
              family="OTel util-genai agent API"),
     _agents("agents_otel_responses", "otel"),

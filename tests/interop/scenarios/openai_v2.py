@@ -1,7 +1,8 @@
 """OTel openai-v2: a bare tool loop with the openai client (no parent span: one trace per LLM call).
 
 Content capture follows OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (the runner sets it, or
-leaves the default, no content).  With --util-genai the loop runs inside util-genai's own agent API:
+leaves the default, no content); with EVENT_ONLY the content goes to log records (the
+``gen_ai.client.inference.operation.details`` event), captured too.  With --util-genai the loop runs inside util-genai's own agent API:
 workflow -> invoke_local_agent -> (the instrumentation's chat spans) + execute_tool spans.
 
 usage: python -m tests.interop.scenarios.openai_v2 --out FILE [--util-genai]
@@ -84,8 +85,9 @@ def run_with_util_genai(provider: Any, client: openai.OpenAI) -> str:
 
 def main() -> None:
     provider, memory = capture.tracer_provider()
+    logs = capture.logger_provider()
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    instrumentor.instrument(tracer_provider=provider, logger_provider=logs[0])
     try:
         with ScriptedLLMServer(story.react_steps()) as server:
             client = openai.OpenAI(base_url=server.url, api_key="test-key", max_retries=0)
@@ -99,7 +101,7 @@ def main() -> None:
         assert server.remaining == 0 and not server.errors, server.errors
     finally:
         instrumentor.uninstrument()
-    capture.finish(guard, provider, memory, str(capture.option("out")))
+    capture.finish(guard, provider, memory, str(capture.option("out")), logs)
 
 
 if __name__ == "__main__":
