@@ -20,7 +20,6 @@ from pathlib import Path
 import grpc
 import pytest
 import requests
-from opentelemetry import trace
 from opentelemetry._logs import LogRecord as ApiLogRecord
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
