@@ -11,8 +11,8 @@ def test_public_names_are_locked() -> None:
     assert sorted(otel_prov.__all__) == [
         "AgentSession", "ConfigError", "DocRagSession", "GRAPH_RETRIEVAL", "GraphRagSession", "OTELPROV",
         "PROFILES", "ProvError", "ProvLogExporter", "ProvSpanExporter", "SEED", "STRICT", "Step",
-        "StoreError", "StoreNotFound", "TG", "agent_session", "doc_rag_session", "graph_rag_session", "load_dataset",
-        "spans_to_dataset",
+        "StoreError", "StoreNotFound", "TG", "agent_session", "doc_rag_session", "graph_rag_session",
+        "load_dataset", "spans_to_dataset",
     ]
     assert all(hasattr(otel_prov, name) for name in otel_prov.__all__)
     # Everything else at the top level is a submodule or ``from __future__ import annotations``.

@@ -3,7 +3,8 @@
 Content capture follows OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (the runner sets it, or
 leaves the default, no content); with EVENT_ONLY the content goes to log records (the
 ``gen_ai.client.inference.operation.details`` event), captured too.  With --util-genai the loop runs
-inside util-genai's own agent API: workflow -> invoke_local_agent -> (the instrumentation's chat spans) + execute_tool spans.
+inside util-genai's own agent API: workflow -> invoke_local_agent -> (the instrumentation's chat
+spans) + execute_tool spans.
 
 usage: python -m tests.interop.scenarios.openai_v2 --out FILE [--util-genai]
 """
