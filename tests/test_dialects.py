@@ -16,8 +16,7 @@ from otel_prov.mapping import tree
 from otel_prov.mapping.agents import map_agent_traces
 from otel_prov.mapping.dialects import DIALECTS, Role, dialect_of
 from otel_prov.mapping.dialects.content import arguments, messages_of, result_text
-from otel_prov.mapping.dialects.genai import NOT_MESSAGES
-from otel_prov.mapping.dialects.openai_agents import OPENAI_AGENTS
+from otel_prov.mapping.dialects.genai import GENAI, NOT_MESSAGES
 from otel_prov.mapping.dialects.openinference import OPENINFERENCE
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import SpanRecord
@@ -214,7 +213,9 @@ def test_results_are_text_not_an_envelope(raw: str, want: tuple[str, str | None]
     assert result_text(raw) == want
 
 
-def test_python_reprs_of_the_openai_agents_instrumentation_are_read_back() -> None:
+def test_python_reprs_of_message_items_are_read_back() -> None:
+    """The official OpenAI Agents instrumentation writes the Responses items it cannot convert as their
+    Python repr in text parts: the generic reading parses them (never evaluates them) as the items."""
     outputs = json.dumps([{"role": "assistant", "parts": [
         {"type": "text", "content": "ResponseReasoningItem(id='rs_2', "
                                     "summary=[Summary(text='I need \\'it\\'',"
@@ -227,8 +228,8 @@ def test_python_reprs_of_the_openai_agents_instrumentation_are_read_back() -> No
                                                  "gen_ai.agent.description": "OpenAI Agents instrumentation",
                                                  "gen_ai.output.messages": outputs,
                                                  "gen_ai.input.messages": inputs})
-    assert dialect_of(chat) is OPENAI_AGENTS
-    call = OPENAI_AGENTS.llm_call(chat, [])
+    assert dialect_of(chat) is GENAI
+    call = GENAI.llm_call(chat, [])
     assert (call.reasoning, call.text) == ("I need 'it'", None)
     assert [(r.id, r.name, r.arguments) for r in call.requests] == [("call_1", "lookup", '{"q": "x"}')]
     assert call.prior_text == "earlier text"

@@ -43,6 +43,7 @@ is taken as a root until it arrives.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -289,17 +290,33 @@ class Run:
     def captured(self, calls: Calls) -> bool:
         return any(r.captured for r in self.reads) or any(calls[c.span_id].output_captured for c in self.llms)
 
-    def question(self, calls: Calls) -> str | None:
-        """The run's question: the first plain one of its spans and model calls, else the first
-        recorded (not plain: the writer marks it not captured)."""
-        found = [r.question for r in self.reads] + [calls[c.span_id].question for c in self.llms]
-        return next((q for q in found if _plain(V.QUERY, q)), next((q for q in found if q is not None), None))
+    def question(self, calls: Calls) -> str | V.Verdict | None:
+        """The run's question: the first plain one its own spans record, else the user's message of
+        its first model call unless that reads as a prompt a framework made of the question
+        (:func:`prompt_like`: then not captured, the message kept raw); else the first recorded (not
+        plain: the writer marks it not captured)."""
+        own = [r.question for r in self.reads]
+        found = next((q for q in own if _plain(V.QUERY, q)), None)
+        if found is not None:
+            return found
+        asked = [calls[c.span_id].question for c in self.llms]
+        for text in asked:
+            if text is not None and _plain(V.QUERY, text):
+                return V.Verdict(None, text) if prompt_like(text) else text
+        return next((q for q in [*own, *asked] if q is not None), None)
 
     def answer(self, calls: Calls) -> tuple[str | None, SpanView | None]:
         """The run's answer, and the model call that gave it (when one did)."""
         candidates = self._answers(calls)
+        final = self.final_call(calls)
+        words = calls[final.span_id].text if final is not None else None
         for text, source in candidates:
             if _plain(V.ANSWER, text):
+                if words is not None and text != words and words.strip() and (
+                        text.strip() == words.strip() or text.rstrip().endswith(words.strip())):
+                    # The model's own words, not a framework's rendering of them (a trailing newline;
+                    # every turn's text run together, the answer last).
+                    return words, final
                 return text, source
         return candidates[0] if candidates else (None, None)
 
@@ -332,6 +349,17 @@ class Run:
         if call.requests or not all(_key(t) < _key(final) for t in self.tools):
             return None
         return final
+
+
+_LABEL = re.compile(r"\s*(?:[A-Z][A-Za-z]*(?: [A-Za-z]+){0,3}):[ \t]+\S")
+"""A line that starts with a label (``Current Task: ...``, ``Your task: ...``)."""
+
+
+def prompt_like(text: str) -> bool:
+    """Whether a model call's user message reads as a prompt a framework built around the user's
+    question (CrewAI's ``Current Task: {task} ... This is the expected criteria for your final answer:
+    ...``) rather than the question itself: it starts with a labelled line and says more after it."""
+    return _LABEL.match(text) is not None and "\n" in text.strip()
 
 
 def _final_answer(call: ToolCall) -> str | None:
@@ -471,7 +499,11 @@ class _TraceRuns:
             self.matched[run] = match_requests(run.llms, run.tools, self.calls, claimed, self.tool_calls)
             idle = [self.tool_calls[t.span_id] for t in run.tools
                     if self.matched[run].get(t.span_id, (None, None))[1] is None]
-            requested = [] if run.rag else self._requested(run, claimed, executed, executed_names, idle)
+            # Steps from the model's messages alone: in a run with no tool span, or whose tool spans
+            # carry their call ids (so that a request no span answers to is known not to have one).
+            by_id = all(self.tool_calls[t.span_id].call_id for t in run.tools)
+            requested = ([] if run.rag or not by_id
+                         else self._requested(run, claimed, executed, executed_names, idle))
             steps: list[tuple[tuple[int, int, int], SpanView | Requested]] = [
                 ((t.start_ns, t.span_id, -1), t) for t in run.tools]
             steps += [(r.key, r) for r in requested]
@@ -489,15 +521,17 @@ class _TraceRuns:
         tool span of the run matched to nothing may stand for (``idle``: by name, in any order) is
         that span's."""
         found = []
-        seen: set[str] = set()
         idle = list(idle)
+        # A request repeated by several spans (an output read back from the next input) is one: done
+        # when any of its copies is.
+        seen = {self.calls[llm].requests[i].id or self.calls[llm].requests[i] for llm, i in claimed}
         for llm in run.llms:
             call = self.calls[llm.span_id]
             for index, request in enumerate(call.requests):
-                if request.id in seen:
-                    continue  # the same request, repeated by a later span
-                if request.id:
-                    seen.add(request.id)
+                key = request.id or request
+                if key in seen:
+                    continue
+                seen.add(key)
                 if (llm.span_id, index) in claimed or request.name in TERMINATORS:
                     continue
                 if request.id in executed or (not request.id and request.name in executed_names):
@@ -664,11 +698,15 @@ class _TraceRuns:
             result = next(((text, c) for c in later for rid, text in self.calls[c.span_id].results
                            if rid == request.id), None)
         elif later:
-            untagged = [text for rid, text in self.calls[later[0].span_id].results if not rid]
+            # No id on the request: the next call's tool results answer this call's requests in order
+            # (all of them, or those without an id).
+            results = self.calls[later[0].span_id].results
             mine = [r for _, r in run.requested if r.llm is llm]
+            untagged = [text for rid, text in results if not rid]
+            answers = untagged if len(untagged) == len(mine) else [text for _, text in results]
             position = mine.index(requested) if requested in mine else -1
-            if 0 <= position < len(untagged) and len(untagged) == len(mine):
-                result = (untagged[position], later[0])
+            if 0 <= position < len(answers) and len(answers) == len(mine):
+                result = (answers[position], later[0])
         missing = [] if call.output_captured else [THOUGHT]
         if result is None:
             missing.append(OBSERVATION)

@@ -142,11 +142,11 @@ class NodeWriter:
         for name in names:
             self.add(iri(node), NT.notCaptured, literal(name))
 
-    def content(self, attrs: dict[str, Any], key: str, prop: str, value: Any,
+    def content(self, attrs: dict[str, Any], key: str, prop: str, value: Any | V.Verdict,
                 marks: list[tuple[str, V.Verdict]]) -> None:
         """The rule: ``value`` becomes the attribute ``key`` (property ``prop``) only when it is the
         plain thing; else its verdict is kept in ``marks`` (:meth:`mark`, once the node is written)."""
-        verdict = V.check(prop, value)
+        verdict = value if isinstance(value, V.Verdict) else V.check(prop, value)
         if verdict.plain:
             attrs[key] = verdict.value
         elif verdict.raw is not None:
@@ -181,9 +181,9 @@ class NodeWriter:
         if self.emit(step.span, attrs, step.end_ns):
             self.mark(analysis_iri(uuid, number), step.missing, marks)
 
-    def session(self, span: SpanLike, flow: str, uuid: str, query: str | None, derived: str | None,
-                extra: dict[str, Any], end_ns: int | None = None, start_ns: int | None = None,
-                answer: tuple[str | None, bool] | None = None) -> str:
+    def session(self, span: SpanLike, flow: str, uuid: str, query: str | V.Verdict | None,
+                derived: str | None, extra: dict[str, Any], end_ns: int | None = None,
+                start_ns: int | None = None, answer: tuple[str | None, bool] | None = None) -> str:
         """A session's Question (and, for an agent given an ``answer``, its Conclusion: the answer
         found, and whether the run ended without one, so that it is marked not captured); ``derived``:
         the node it derives from (a step, or a Question)."""

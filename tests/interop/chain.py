@@ -230,8 +230,7 @@ def expected(name: str) -> list[Chain]:
 FRAMEWORKS: dict[str, Variant | None] = {
     # How each framework of tests/interop/envs records the story with content on (None: the RAG story).
     "pydantic_ai_agent": Variant(),
-    # Strands' agent span records the answer as the model's text with its trailing newline.
-    "strands_agent": Variant(answer=story.FINAL_ANSWER + "\n"),
+    "strands_agent": Variant(),
     # Semantic Kernel drops the model's text when it requests tools (its choice events carry the tool
     # calls alone), and names its functions after their plugin, as the model calls them.
     "semantic_kernel_agent": Variant(thoughts=(None, None), actions=(f"research-{story.TOOL_1}",
@@ -293,3 +292,125 @@ def normalized(chains: Sequence[Chain], reference: Sequence[Chain]) -> list[Chai
                          tuple(normalized(chain.subtraces, ref.subtraces)), chain.delegated))
     out += chains[len(reference):]
     return out
+
+
+# -- field by field: what a mapping got of what was played --------------------------------------------
+
+FIELDS = ("question", "thought", "action", "arguments", "observation", "answer", "retrieval", "agent name",
+          "delegation")
+UNKNOWN = (None, NOT_CAPTURED, REDACTED, False)
+"""What a field shows when it holds no value (absent, marked not captured or redacted)."""
+
+
+def played(name: str) -> list[Chain]:
+    """The run a scenario played, every value as the story has it (what a perfect mapping of a
+    perfect instrumentation gives)."""
+    base = name.removesuffix("_no_content").removesuffix("_redacted")
+    if name.startswith("agents_"):
+        return [handoff(Variant())]
+    if name.startswith(("rag_chain", "llamaindex_rag")):
+        return [docrag(story.RAG_ANSWER)]
+    if name == "rag_agent":
+        return [react(Variant(tool_1_result=story.RAG_ANSWER, tool_1_subtraces=(docrag(story.RAG_ANSWER),)))]
+    if name.startswith("openai_v2_chat") or name == "mcp_agent_no_root":
+        return [react(Variant(agent=None))]  # a bare loop: no agent, no name
+    if name.startswith("langgraph_prebuilt"):
+        return [react(Variant(agent="LangGraph"))]
+    if name == "smolagents_code":
+        return [react(Variant(thoughts=(f"Thought: {story.THOUGHT_1}\n", f"Thought: {story.THOUGHT_2}\n")))]
+    if base == "semantic_kernel_agent":
+        return [react(Variant(actions=(f"research-{story.TOOL_1}", f"research-{story.TOOL_2}")))]
+    if base == "dspy_react":
+        return [react(Variant(agent=None))]  # DSPy has no agent names
+    return [react(Variant())]
+
+
+def _agents(chains: Sequence[Chain]) -> list[Chain]:
+    found = []
+    for chain in chains:
+        found.append(chain)
+        for step in chain.steps:
+            found += _agents(step.subtraces)
+        found += _agents(chain.subtraces)
+    return found
+
+
+def field_values(chains: Sequence[Chain]) -> dict[str, list[Any]]:
+    """Every value of each field, in chain order."""
+    out: dict[str, list[Any]] = {f: [] for f in FIELDS}
+    for chain in _agents(chains):
+        if chain.type == "DocRAG":
+            out["retrieval"].append((chain.question, chain.chunks, chain.answer))
+            continue
+        out["question"].append(chain.question)
+        out["answer"].append(chain.answer)
+        out["agent name"].append(chain.agent)
+        for step in chain.steps:
+            out["thought"].append(step.thought)
+            out["action"].append(step.action)
+            out["arguments"].append(step.arguments)
+            out["observation"].append(step.observation)
+            out["delegation"] += [sub.delegated for sub in step.subtraces if sub.type == "Agent"]
+    return out
+
+
+def same(field: str, want: Any, got: Any) -> bool:
+    """Whether ``got`` is the value ``want`` (a CodeAgent's thought starts with it; a hand-off named
+    after its target; no arguments written as ``{}`` or not at all)."""
+    if field == "thought":
+        return thought_matches(want, got)
+    if field == "action" and isinstance(want, str) and want.startswith("transfer_to_"):
+        return got in (want, "handoff to " + want.removeprefix("transfer_to_"))
+    if field == "arguments" and want == {}:
+        return got in ({}, None)
+    return bool(want == got)
+
+
+def unknown(field: str, got: Any) -> bool:
+    """Whether a field holds no value (for a retrieval: each of its parts)."""
+    if field == "retrieval" and isinstance(got, tuple):
+        return all(g in UNKNOWN for g in got)
+    return got in UNKNOWN
+
+
+def wrong(field: str, want: Any, got: Any) -> bool:
+    """A value that is there and is not the one played: never acceptable."""
+    if field == "retrieval" and isinstance(want, tuple) and isinstance(got, tuple):
+        return any(not unknown("", g) and g != w for w, g in zip(want, got, strict=True))
+    return not same(field, want, got) and not unknown(field, got)
+
+
+@dataclass
+class Score:
+    """Of the values a run played, how many a mapping got (``right``), of how many (``total``), and
+    the wrong ones (``(field, played, got)``)."""
+
+    right: int = 0
+    total: int = 0
+    wrongs: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        return self.right / self.total if self.total else 1.0
+
+
+def score(want: Sequence[Chain], got: Sequence[Chain]) -> Score:
+    """Every played value compared with the mapping's: a chain with a different shape (steps, sessions)
+    counts each value of the longer side once."""
+    result = Score()
+    wanted, found = field_values(want), field_values(got)
+    for name in FIELDS:
+        w, g = wanted[name], found[name]
+        for i in range(max(len(w), len(g))):
+            if i >= len(w):
+                if not unknown(name, g[i]):
+                    result.wrongs.append((name, None, g[i]))  # a value nothing was played for
+                continue
+            result.total += 1
+            if i >= len(g):
+                continue
+            if same(name, w[i], g[i]):
+                result.right += 1
+            elif wrong(name, w[i], g[i]):
+                result.wrongs.append((name, w[i], g[i]))
+    return result

@@ -215,11 +215,10 @@ class Dialect(Protocol):
 
 def _dialects() -> tuple[Dialect, ...]:
     from .genai import GENAI
-    from .openai_agents import OPENAI_AGENTS
     from .openinference import OPENINFERENCE
     from .traceloop import TRACELOOP
 
-    return (OPENINFERENCE, TRACELOOP, OPENAI_AGENTS, GENAI)
+    return (OPENINFERENCE, TRACELOOP, GENAI)
 
 
 DIALECTS: tuple[Dialect, ...] = _dialects()

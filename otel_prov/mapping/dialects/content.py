@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import values as V
 from ..flows import attr_text
 from . import Request
 
@@ -143,6 +144,17 @@ def _add_keyed_block(msg: Message, block: Mapping[str, Any]) -> bool:
         if text is not None:
             msg.responses.append((_id(response.get("id")), text))
         return True
+    if isinstance(block.get("tool_name"), str) and "arguments" in block:  # a call, by its fields
+        request = _request(block.get("id"), block["tool_name"], block.get("arguments"))
+        if request is not None:
+            msg.calls.append(request)
+        return True
+    origin = block.get("origin")
+    if "result" in block and isinstance(origin, Mapping):  # a call's result, with the call it answers
+        text = result_text(block["result"])[0]
+        if text is not None:
+            msg.responses.append((_id(origin.get("id")), text))
+        return True
     reasoning = block.get("reasoningContent", block.get("reasoning_content"))
     if reasoning is not None:
         inner = reasoning.get("reasoningText", reasoning) if isinstance(reasoning, Mapping) else reasoning
@@ -156,6 +168,37 @@ def _add_keyed_block(msg: Message, block: Mapping[str, Any]) -> bool:
     return False
 
 
+_ITEM_KINDS = frozenset({"reasoning", "function_call", "function_call_output", "message", "output_text",
+                         "input_text", "text", "tool_call", "tool_use", "summary_text"})
+
+
+def repr_item(text: str) -> Mapping[str, Any] | None:
+    """A message item an instrumentation wrote as its Python repr (``ResponseReasoningItem(...)``,
+    ``ResponseFunctionToolCall(...)``, ``{'text': ..., 'type': 'output_text'}``), as the mapping it stands
+    for -- parsed, never evaluated -- when it is one (a ``type`` the messages know); else None."""
+    head = text.lstrip()[:2]
+    if not head or not (head[0].isalpha() or head == "{'"):
+        return None
+    parsed = V.parse_repr(text)
+    item = _plain_data(parsed)
+    if isinstance(item, Mapping) and item.get("type") in _ITEM_KINDS:
+        return item
+    return None
+
+
+def _plain_data(value: Any, depth: int = 0) -> Any:
+    """A parsed repr as plain data: an object as the mapping of its fields."""
+    if depth > 16:
+        return None
+    if isinstance(value, V.Obj):
+        return {k: _plain_data(v, depth + 1) for k, v in value.fields.items()}
+    if isinstance(value, Mapping):
+        return {k: _plain_data(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_data(v, depth + 1) for v in value]
+    return value
+
+
 def _add_block(msg: Message, block: Any) -> None:
     """One part / content block of a message."""
     if isinstance(block, str):
@@ -166,6 +209,15 @@ def _add_block(msg: Message, block: Any) -> None:
     if "type" not in block and _add_keyed_block(msg, block):
         return
     kind = block.get("type", "text")
+    if kind == "text" and isinstance(block.get("content"), str) and block["content"][-1:] in ")}":
+        item = repr_item(block["content"])
+        if item is not None:  # an item written as its repr
+            _add_block(msg, item)
+            return
+    if kind == "message":  # a Responses output message: its content blocks
+        for part in block.get("content") or ():
+            _add_block(msg, part)
+        return
     if kind in ("text", "reasoning", "thinking") and not any(
             k in block for k in ("content", "text", "reasoning", "thinking", "summary")):
         msg.elided = True  # the part's shape without its content
@@ -180,7 +232,7 @@ def _add_block(msg: Message, block: Any) -> None:
             msg.reasoning.extend(s["text"] for s in summary if isinstance(s, Mapping)
                                  and isinstance(s.get("text"), str))
     elif kind in ("tool_call", "function_call", "tool_use"):
-        request = _request(block.get("id") or block.get("call_id"), block.get("name"),
+        request = _request(block.get("call_id") or block.get("id"), block.get("name"),
                            block.get("arguments", block.get("input", block.get("args"))))
         if request is not None:
             msg.calls.append(request)
@@ -189,7 +241,7 @@ def _add_block(msg: Message, block: Any) -> None:
             if key in block:
                 text = result_text(block[key])[0]
                 if text is not None:
-                    msg.responses.append((_id(block.get("id") or block.get("call_id")
+                    msg.responses.append((_id(block.get("call_id") or block.get("id")
                                               or block.get("tool_use_id")), text))
                 break
     else:
@@ -202,8 +254,23 @@ def _id(value: Any) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
+def repr_message(text: str) -> Mapping[str, Any] | None:
+    """A message an instrumentation wrote as its Python repr (Haystack's ``ChatMessage(_role=<ChatRole.
+    USER: 'user'>, _content=[TextContent(text=...)])``), as the mapping it stands for -- parsed,
+    never evaluated -- its private field names without their underscore; None when it is not one."""
+    if not text[:1].isalpha() or not text.endswith(")"):
+        return None
+    item = _plain_data(V.parse_repr(text))
+    if not isinstance(item, Mapping):
+        return None
+    fields = {str(k).lstrip("_"): v for k, v in item.items()}
+    return fields if "role" in fields and ("content" in fields or "parts" in fields) else None
+
+
 def to_message(obj: Any) -> Message | None:
     """One message in any of the formats above, else None."""
+    if isinstance(obj, str):
+        obj = repr_message(obj)
     if not isinstance(obj, Mapping):
         return None
     if obj.get("lc") is not None and isinstance(obj.get("kwargs"), Mapping):  # LangChain constructor
@@ -320,6 +387,14 @@ def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
     ``{"messages": [...]}``), each in any format; None when the value holds no list of messages.
     ``tail``: only what an input's readers need (:func:`_wanted`), read from the end."""
     data = loads(value)
+    if isinstance(data, Mapping) and "messages" not in data:
+        for key in ("replies", "contents"):  # a generator's output (Haystack's); a Gemini request
+            if isinstance(data.get(key), (list, tuple)):
+                data = {"messages": data[key]}
+                break
+        else:
+            if isinstance(data.get("content"), Mapping) and "role" in data["content"]:
+                data = data["content"]  # a Gemini response: its candidate's content
     if isinstance(data, Mapping) and "messages" in data:
         data = data["messages"]
         if isinstance(data, (list, tuple)) and len(data) == 1 and isinstance(data[0], (list, tuple)):
@@ -335,6 +410,8 @@ def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
 
 def _raw_role(item: Any) -> str:
     """The role of a message not read yet (as :func:`to_message` would find it)."""
+    if isinstance(item, str):
+        item = repr_message(item)
     if not isinstance(item, Mapping):
         return ""
     if item.get("lc") is not None and isinstance(item.get("kwargs"), Mapping):
@@ -346,7 +423,22 @@ def _raw_role(item: Any) -> str:
     kind = item.get("type")
     if kind in ("reasoning", "function_call", "function_call_output") and "role" not in item:
         return TOOL if kind == "function_call_output" else ASSISTANT
-    return role_of(item.get("role") if item.get("role") is not None else kind)
+    role = role_of(item.get("role") if item.get("role") is not None else kind)
+    if role == USER and _only_results(item.get("parts", item.get("content"))):
+        return TOOL  # tool results sent back as a user message (Anthropic's, Pydantic AI's, ADK's)
+    return role
+
+
+_RESULT_PARTS = frozenset({"tool_call_response", "tool_result", "function_call_output", "function_response"})
+
+
+def _only_results(parts: Any) -> bool:
+    """Whether a message's parts are all tool results."""
+    if not isinstance(parts, (list, tuple)) or not parts:
+        return False
+    return all(isinstance(p, Mapping) and (p.get("type") in _RESULT_PARTS or (
+        "type" not in p and ("toolResult" in p or "function_response" in p or "functionResponse" in p)))
+        for p in parts)
 
 
 def tail(messages: Sequence[Message]) -> list[Message]:

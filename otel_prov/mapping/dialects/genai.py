@@ -30,6 +30,7 @@ families do beyond the conventions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -112,13 +113,18 @@ OP_EXECUTE_TOOL = "execute_tool"
 OP_RETRIEVAL = "retrieval"
 RETRIEVAL_OPERATIONS = frozenset({OP_RETRIEVAL, "search_memory", "vector_db_retrieve"})
 """A retrieval of documents (or of memory records: their ``search_memory``)."""
+OP_HANDOFF = "agent_handoff"
+"""A hand-off from one agent to another (the OpenAI Agents SDK's instrumentations)."""
+HANDOFF_FROM = "gen_ai.handoff.from_agent"
+HANDOFF_TO = "gen_ai.handoff.to_agent"
+HANDOFF_PREFIX = "handoff to "
 OP_UNKNOWN = "unknown"
 """Some instrumentations (openai-agents-v2) write this; the span name then says what the span is."""
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "responses", "completion"})
 _AGENT_OPERATIONS = (OP_INVOKE_AGENT, OP_INVOKE_WORKFLOW)
 _OI_ROLES = {"AGENT": Role.AGENT, "CHAIN": Role.CHAIN, "TOOL": Role.TOOL, "LLM": Role.LLM,
              "RETRIEVER": Role.RETRIEVER, "RERANKER": Role.RERANKER}
-_TL_ROLES = {"workflow": Role.AGENT, "agent": Role.AGENT, "tool": Role.TOOL}
+_TL_ROLES = {"workflow": Role.AGENT, "agent": Role.AGENT, "tool": Role.TOOL, "handoff": Role.TOOL}
 _LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 VECTOR_DBS = frozenset({"chroma", "chromadb", "pinecone", "qdrant", "weaviate", "milvus", "lancedb", "marqo",
                         "pgvector", "faiss", "elasticsearch", "opensearch", "redis", "vespa", "turbopuffer",
@@ -202,6 +208,66 @@ def name_of(span_name: str, suffixes: Sequence[str]) -> str | None:
     return name if name and "." not in name else None
 
 
+# -- spans in no convention: the words of their names and keys ------------------------------------------
+
+_CONVENTION_KEYS = ("gen_ai.", "llm.", "openinference.", "traceloop.", "input.", "output.", "tool.", "db.",
+                    "http.", "url.", "rpc.", "messaging.", "otel_prov.")
+_WORDS = re.compile(r"[a-z0-9]+")
+_TOOL_WORDS = frozenset({"tool", "tools", "toolcall", "function"})
+_LLM_WORDS = frozenset({"llm", "chat", "completion", "completions", "generate", "generation", "inference"})
+_RUN_WORDS = frozenset({"run", "invoke", "execute", "call", "arun", "ainvoke"})
+INPUT_SUFFIXES = (".input", ".inputs", ".arguments", ".args", ".request")
+OUTPUT_SUFFIXES = (".output", ".outputs", ".result", ".response")
+TOOL_NAME_SUFFIXES = (".tool.name", ".tool_name")
+VENDOR_TOOL_INPUT = (".tool_call_args", ".tool_args", ".tool_input")
+VENDOR_TOOL_OUTPUT = (".tool_response", ".tool_result", ".tool_output")
+VENDOR_LLM_INPUT = (".llm_request", ".llm_input")
+VENDOR_LLM_OUTPUT = (".llm_response", ".llm_output")
+"""A vendor's own keys beside the conventions' (Google ADK's ``gcp.vertex.agent.*``): read last."""
+
+
+def unmarked(span: SpanLike) -> bool:
+    """A span in no convention the generic reading knows (no GenAI, OpenInference, OpenLLMetry, HTTP,
+    RPC, database or otel-prov key): a framework's own tracing."""
+    return not any(key.startswith(_CONVENTION_KEYS) for key in span.attributes)
+
+
+def unmarked_role(span: SpanLike) -> Role:
+    """What a span in no convention is, by the last words of its name: ``....agent.run`` an agent;
+    ``haystack.agent.step.tool`` a tool call and ``....llm`` a model call when it also records an input
+    or output under a key of its own (``{prefix}.input`` / ``.output``; a tool: or its name); else
+    nothing."""
+    if not unmarked(span):
+        return Role.OTHER
+    words = _WORDS.findall(span.name.lower())
+    if not words:
+        return Role.OTHER
+    last = words[-1]
+    if last in _RUN_WORDS and len(words) >= 2 and words[-2] == "agent":
+        return Role.AGENT
+    keys = span.attributes.keys()
+    recorded = any(k.endswith((*INPUT_SUFFIXES, *OUTPUT_SUFFIXES)) for k in keys)
+    if last in _TOOL_WORDS and (recorded or any(k.endswith(TOOL_NAME_SUFFIXES) for k in keys)):
+        return Role.TOOL
+    if last in _LLM_WORDS and recorded:
+        return Role.LLM
+    return Role.OTHER
+
+
+def suffix_attr(span: SpanLike, suffixes: tuple[str, ...], any_span: bool = False) -> Any:
+    """The value of the first key of a span in no convention (``any_span``: of any span) that ends
+    with one of ``suffixes`` (``haystack.agent.step.tool.input``, ``gcp.vertex.agent.tool_call_args``),
+    else None."""
+    if not any_span and not unmarked(span):
+        return None
+    for key, value in span.attributes.items():
+        if key.endswith(suffixes):
+            if isinstance(value, str) and value.strip() in ("{}", "[]", ""):
+                return None  # a placeholder (Google ADK's with content capture off), not a value
+            return value
+    return None
+
+
 def marker_message(value: Any, role: str) -> list[C.Message] | None:
     """A messages attribute that is a redaction marker, as one message whose text is the marker."""
     if isinstance(value, str) and V.is_marker(value):
@@ -245,13 +311,13 @@ class GenAIDialect:
         OI_TOOL_CALL_ID, OI_AGENT_NAME, OI_SPAN_KIND, TL_SPAN_KIND, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT,
         TL_ENTITY_NAME, TL_WORKFLOW_NAME, LLM_REQUEST_TYPE, SESSION_ID, RERANK_QUERY, REQUEST_MODEL,
         RESPONSE_MODEL, PROVIDER_NAME, SYSTEM, FINISH_REASONS, FINISH_REASON, OI_FINISH_REASON, MEMORY_QUERY,
-        MEMORY_RECORDS, *INPUT_TOKENS, *OUTPUT_TOKENS,
+        MEMORY_RECORDS, HANDOFF_TO, HANDOFF_FROM, "graph.node.id", *INPUT_TOKENS, *OUTPUT_TOKENS,
         *REASONING_TOKENS, *MODEL_KEYS, *PROVIDER_KEYS, *DB_SYSTEM, *DB_OPERATION, *DB_QUERY_TEXT,
     })
     prefixes: tuple[str, ...] = (PROMPT_PREFIX, COMPLETION_PREFIX, OI_INPUT_PREFIX, OI_OUTPUT_PREFIX,
                                  OI_TOOLS_PREFIX, OI_DOCUMENTS_PREFIX, RERANK_INPUT_PREFIX,
                                  RERANK_OUTPUT_PREFIX, DB_VECTOR_PREFIX)
-    turns_below_agent: bool = False
+    turns_below_agent: bool = True
 
     def claims(self, span: SpanLike) -> bool:
         return True
@@ -268,7 +334,7 @@ class GenAIDialect:
         op = self.operation(span)
         if op in _AGENT_OPERATIONS:
             return Role.AGENT
-        if op == OP_EXECUTE_TOOL:
+        if op in (OP_EXECUTE_TOOL, OP_HANDOFF):
             return Role.TOOL
         if op in LLM_OPERATIONS:
             return Role.LLM
@@ -285,6 +351,11 @@ class GenAIDialect:
                 return Role.LLM
             if is_vector_query(span):
                 return Role.RETRIEVER
+            if op is None and (string_attr(span, REQUEST_MODEL) or string_attr(span, SYSTEM)) and \
+                    _WORDS.findall(span.name.lower())[-1:] in (["llm"], ["chat"], ["completion"]):
+                return Role.LLM  # a model call named as one (ADK's ``call_llm``), its operation unsaid
+            if op is None:
+                return unmarked_role(span)
         return Role.OTHER
 
     # -- messages -------------------------------------------------------------------------------
@@ -323,6 +394,12 @@ class GenAIDialect:
             flat = C.flat_messages(source, flat_prefix, tail=not output)
             if flat is not None:
                 return self.clean(flat)
+        for own in (suffix_attr(span, OUTPUT_SUFFIXES if output else INPUT_SUFFIXES),
+                    suffix_attr(span, VENDOR_LLM_OUTPUT if output else VENDOR_LLM_INPUT, True)):
+            if own is not None:  # a framework's own keys: ``{prefix}.input``, ``{vendor}.llm_request``
+                found = C.messages_of(own, tail=not output)
+                if found:
+                    return self.clean(found)
         return None
 
     def _details(self, span: SpanLike, key: str) -> Any:
@@ -351,19 +428,32 @@ class GenAIDialect:
         inputs = self.messages(span, False, problems)
         outputs = self.messages(span, True, problems)
         question = first_plain(V.QUERY, (C.last_text(inputs, C.USER) if inputs else None,
-                                         attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT)))
+                                         attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
+                                         suffix_attr(span, INPUT_SUFFIXES)))
         answer_texts = C.output_of(outputs)[0] if outputs else []
         answer = first_plain(V.ANSWER, ("\n".join(answer_texts) if answer_texts else None,
-                                        attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT)))
+                                        attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT),
+                                        suffix_attr(span, OUTPUT_SUFFIXES)))
         captured = C.recorded(inputs) or C.recorded(outputs) or any(
             k in attrs for k in (INPUT_VALUE, OUTPUT_VALUE, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT))
-        return Agent(self.agent_name(span), question, answer, True, captured)
+        return Agent(self.agent_name(span), question, answer, self.named(span), captured)
+
+    def named(self, span: SpanLike) -> bool:
+        """Whether the span names an agent of its own: an attribute does, or the GenAI span name
+        ``invoke_agent {name}`` (an unnamed agent span directly below an agent is one of its turns)."""
+        if any(string_attr(span, k) for k in (AGENT_NAME, OI_AGENT_NAME, WORKFLOW_NAME, TL_WORKFLOW_NAME,
+                                               TL_ENTITY_NAME, "graph.node.id")):
+            return True
+        return any(span.name.startswith(p + " ") for p in _AGENT_OPERATIONS)
 
     def tool_name(self, span: SpanLike) -> str:
         for key in (TOOL_NAME, OI_TOOL_NAME, TL_ENTITY_NAME):
             value = string_attr(span, key)
             if value:
                 return value
+        own = suffix_attr(span, TOOL_NAME_SUFFIXES)
+        if isinstance(own, str) and own:
+            return own
         if span.name.startswith(OP_EXECUTE_TOOL):
             return span.name[len(OP_EXECUTE_TOOL):].strip() or span.name
         return name_of(span.name, _CALL_SUFFIXES) or span.name
@@ -371,19 +461,35 @@ class GenAIDialect:
     def argument_candidates(self, span: SpanLike) -> list[Any]:
         """Where a tool's arguments may be, in order of preference."""
         attrs = span.attributes
-        found = [attrs.get(TOOL_CALL_ARGUMENTS), attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT)]
+        found = [attrs.get(TOOL_CALL_ARGUMENTS), attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
+                 suffix_attr(span, INPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_INPUT, True)]
         for message in C.event_messages(events_of(span), False) or ():
             found += [m for m in message.texts] + [r for _, r in message.responses]
         return found
 
     def result_candidates(self, span: SpanLike) -> list[Any]:
         attrs = span.attributes
-        found = [attrs.get(TOOL_CALL_RESULT), attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT)]
+        found = [attrs.get(TOOL_CALL_RESULT), attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT),
+                 suffix_attr(span, OUTPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_OUTPUT, True)]
         for message in C.event_messages(events_of(span), True) or ():
             found += message.texts + [r for _, r in message.responses]
         return found
 
+    def handoff(self, span: SpanLike) -> str | None:
+        """A hand-off's target ("" when the span does not name it), or None when the span is no
+        hand-off: an ``agent_handoff`` operation (or OpenLLMetry's ``handoff`` kind) with
+        ``gen_ai.handoff.to_agent``, or a tool span named ``handoff to {agent}`` with no tool name."""
+        if string_attr(span, OPERATION_NAME) == OP_HANDOFF or string_attr(span, TL_SPAN_KIND) == "handoff":
+            return string_attr(span, HANDOFF_TO) or ""
+        if span.name.startswith(HANDOFF_PREFIX) and not (string_attr(span, TOOL_NAME)
+                                                        or string_attr(span, OI_TOOL_NAME)):
+            return span.name[len(HANDOFF_PREFIX):].strip() or string_attr(span, OUTPUT_VALUE) or ""
+        return None
+
     def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall:
+        target = self.handoff(span)
+        if target is not None:
+            return ToolCall("handoff", handoff=target, result=target or None)
         args = [a for a in self.argument_candidates(span) if a is not None]
         results = [r for r in self.result_candidates(span) if r is not None]
         arguments = first_plain(V.ARGUMENTS, args)
@@ -396,11 +502,13 @@ class GenAIDialect:
         result = first_plain(V.OBSERVATION, results)
         result_id = next((i for r in results if (i := C.result_text(r)[1])), None)
         call_id = string_attr(span, TOOL_CALL_ID) or string_attr(span, OI_TOOL_CALL_ID) or result_id
+        # A parameter schema where arguments could be is no content (capture off keeps the schemas).
+        content = [a for a in args if not V.is_schema(V.parse(a) if isinstance(a, str) else a)]
         return ToolCall(self.tool_name(span), arguments, bare, (), result, call_id, None,
-                        bool(args or results))
+                        bool(content or results))
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
-        inputs = self.messages(span, False, problems)
+        inputs = with_results(self.messages(span, False, problems), span.attributes.get(INPUT_VALUE))
         outputs = self.messages(span, True, problems)
         offered = TOOL_DEFINITIONS in span.attributes or any(
             k.startswith(OI_TOOLS_PREFIX) for k in span.attributes)
@@ -414,7 +522,7 @@ class GenAIDialect:
                                       attrs.get(INPUT_VALUE),
                                       attrs.get(TL_ENTITY_INPUT),
                                       *(attrs.get(k) for k in DB_QUERY_TEXT)))
-        docs = retrieved_documents(span)
+        docs = with_ids(retrieved_documents(span), C.documents(attrs.get(OUTPUT_VALUE)))
         return Retrieval(query, chunk_ids(span, docs), scores_of(docs))
 
 
@@ -446,11 +554,41 @@ def retrieved_documents(span: SpanLike) -> list[Mapping[str, Any]] | None:
     return None
 
 
+def with_results(inputs: list[C.Message] | None, value: Any) -> list[C.Message] | None:
+    """A model call's input messages, completed from its input value (the messages as the framework
+    passed them) when they end with tool messages whose content was left out (OpenInference's
+    Haystack instrumentation flattens a tool message without its result)."""
+    lost = inputs is not None and bool(inputs) and inputs[-1].role == C.TOOL and not inputs[-1].responses
+    if not lost or value is None:
+        return inputs
+    found = C.messages_of(value, tail=True)
+    if found and C.trailing_responses(found):
+        return found
+    return inputs
+
+
+def with_ids(docs: list[Mapping[str, Any]] | None, listed: list[Mapping[str, Any]] | None
+             ) -> list[Mapping[str, Any]] | None:
+    """Documents without ids of their own, given those of the same documents listed elsewhere on the
+    span (the LangChain instrumentation leaves the ids out of ``retrieval.documents`` but its output
+    value lists them)."""
+    if docs is None or listed is None or len(listed) != len(docs) or docs is listed:
+        return docs
+    return [d if C.own_id(d) or not C.own_id(o) else {**d, "id": o["id"]}
+            for d, o in zip(docs, listed, strict=True)]
+
+
 def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message] | None,
                 conversation: str | None, offered_tools: bool, meta: Meta | None = None) -> LLMCall:
     """An :class:`LLMCall` from its input and output messages."""
     texts, reasoning, requests = C.output_of(outputs) if outputs else ([], [], [])
     prior_texts, _, prior_requests = C.output_of(C.last_output(inputs)) if inputs else ([], [], [])
+    results = C.trailing_responses(inputs) if inputs else []
+    if any(rid is None for rid, _ in results) and len(results) == len(prior_requests) and all(
+            r.id for r in prior_requests):
+        # Tool results without their call's id answer the calls the assistant message before them
+        # made, in order.
+        results = [(rid or req.id, text) for (rid, text), req in zip(results, prior_requests, strict=True)]
     protocol = C.text_protocol("\n".join(texts)) if texts else None
     if protocol is not None:  # the model answered in a text protocol: its parts, not its wording
         texts = [protocol.answer] if protocol.answer is not None and protocol.request is None else []
@@ -461,7 +599,7 @@ def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message]
         text="\n".join(texts) if texts else None,
         reasoning="\n".join(reasoning) if reasoning else None,
         requests=tuple(requests),
-        results=tuple(C.trailing_responses(inputs)) if inputs else (),
+        results=tuple(results),
         question=C.last_text(inputs, C.USER) if inputs else None,
         conversation=conversation,
         offered_tools=offered_tools,

@@ -28,7 +28,7 @@ from typing import Any
 from .. import values as V
 from ..flows import attr_text
 from ..spans import SpanLike
-from . import Agent, LLMCall, Retrieval, Role, ToolCall
+from . import Agent, LLMCall, Role, ToolCall
 from . import content as C
 from .genai import (
     CONVERSATION_ID,
@@ -38,21 +38,18 @@ from .genai import (
     OI_INPUT_PREFIX,
     OI_OUTPUT_PREFIX,
     OI_SPAN_KIND,
-    OI_TOOL_NAME,
     OI_TOOLS_PREFIX,
     OUTPUT_VALUE,
     SESSION_ID,
     TOOL_CALL_RESULT,
     TOOL_DEFINITIONS,
     GenAIDialect,
-    chunk_ids,
     first_plain,
     llm_call_of,
     meta_of,
     name_of,
-    retrieved_documents,
-    scores_of,
     string_attr,
+    with_results,
 )
 
 SPAN_KIND = OI_SPAN_KIND
@@ -101,17 +98,17 @@ class OpenInferenceDialect(GenAIDialect):
 
     def argument_candidates(self, span: SpanLike) -> list[Any]:
         # gen_ai.tool.call.arguments, which OpenInference's GenAI conversion fills with the tool's
-        # parameter schema, is not read.
-        return [span.attributes.get(INPUT_VALUE)]
+        # parameter schema, is not read; tool.parameters, a schema for most instrumentations, holds
+        # the values for some (Agno's): read last, a schema is never plain arguments.
+        return [span.attributes.get(INPUT_VALUE), span.attributes.get(TOOL_PARAMETERS)]
 
     def result_candidates(self, span: SpanLike) -> list[Any]:
         return [span.attributes.get(OUTPUT_VALUE), span.attributes.get(TOOL_CALL_RESULT)]
 
     def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall:
-        if string_attr(span, OI_TOOL_NAME) is None and span.name.startswith(HANDOFF_PREFIX):
-            target = span.name[len(HANDOFF_PREFIX):].strip() or (string_attr(span, OUTPUT_VALUE) or "")
-            return ToolCall("handoff", handoff=target, result=target or None)
         found = super().tool_call(span, problems)
+        if found.handoff is not None:
+            return found
         parameters = tuple(C.parameter_names(span.attributes.get(TOOL_PARAMETERS)))
         return ToolCall(found.name, found.arguments, found.bare_argument, parameters, found.result,
                         found.call_id, None, found.captured)
@@ -119,7 +116,7 @@ class OpenInferenceDialect(GenAIDialect):
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
         attrs = span.attributes
         groups = C.flat_groups(attrs, (INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX))
-        inputs = self.messages(span, False, problems, groups)
+        inputs = with_results(self.messages(span, False, problems, groups), attrs.get(INPUT_VALUE))
         outputs = self.messages(span, True, problems, groups)
         raw = attrs.get(OUTPUT_VALUE)
         generations = _generations(raw)
@@ -138,16 +135,6 @@ class OpenInferenceDialect(GenAIDialect):
         conversation = string_attr(span, CONVERSATION_ID) or string_attr(span, SESSION_ID)
         return llm_call_of(inputs, outputs, conversation, offered, meta_of(span, outputs))
 
-    def retrieval(self, span: SpanLike, problems: list[str]) -> Retrieval:
-        found = super().retrieval(span, problems)
-        attrs = span.attributes
-        docs: list[Mapping[str, Any]] | None = retrieved_documents(span)
-        listed = C.documents(attrs.get(OUTPUT_VALUE))
-        if docs is not None and listed is not None and len(listed) == len(docs) and docs is not listed:
-            # The LangChain instrumentation leaves the document ids out of retrieval.documents.
-            docs = [d if C.own_id(d) or not C.own_id(o) else {**d, "id": o["id"]}
-                    for d, o in zip(docs, listed, strict=True)]
-        return Retrieval(found.query, chunk_ids(span, docs), scores_of(docs))
 
 
 def _crew_task(value: Any) -> str | None:

@@ -18,10 +18,9 @@ from typing import Any
 
 from .. import values as V
 from ..spans import SpanLike
-from . import Agent, Role, ToolCall
+from . import Agent, Role
 from . import content as C
 from .genai import (
-    OPERATION_NAME,
     TL_ENTITY_INPUT,
     TL_ENTITY_NAME,
     TL_ENTITY_OUTPUT,
@@ -78,12 +77,6 @@ class TraceloopDialect(GenAIDialect):
         if answer is None or not V.check(V.ANSWER, answer).plain:
             answer = io_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)), C.ASSISTANT) or answer
         return Agent(found.name, question, answer, True, found.captured)
-
-    def tool_call(self, span: SpanLike, problems: list[str]) -> ToolCall:
-        if self._kind(span) == KIND_HANDOFF or string_attr(span, OPERATION_NAME) == KIND_HANDOFF:
-            target = string_attr(span, HANDOFF_TO) or ""
-            return ToolCall("handoff", handoff=target, result=target or None)
-        return super().tool_call(span, problems)
 
 
 def _input_text(value: Any) -> str | None:
