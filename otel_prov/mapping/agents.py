@@ -262,6 +262,9 @@ class Run:
     llms: list[SpanView] = field(default_factory=list)
     retrievers: list[SpanView] = field(default_factory=list)
     rerankers: list[SpanView] = field(default_factory=list)
+    turns: list[SpanView] = field(default_factory=list)
+    """Its unnamed agent spans (turns, a crew's task): what they say of the question and answer is
+    the run's when its own spans do not say it."""
     members: list[Run] = field(default_factory=list)
     parent: Run | None = None
     via: int = 0
@@ -295,7 +298,7 @@ class Run:
         its first model call unless that reads as a prompt a framework made of the question
         (:func:`prompt_like`: then not captured, the message kept raw); else the first recorded (not
         plain: the writer marks it not captured)."""
-        own = [r.question for r in self.reads]
+        own = [r.question for r in self.reads] + [agent_of(t).question for t in self.turns]
         found = next((q for q in own if _plain(V.QUERY, q)), None)
         if found is not None:
             return found
@@ -338,6 +341,11 @@ class Run:
                 found.append((answer, None))
         if final is not None and calls[final.span_id].text is not None:
             found.append((str(calls[final.span_id].text), final))
+        # The output of the last turn that gave one, when it came after every tool.
+        said = [t for t in self.turns if agent_of(t).answer is not None]
+        last_turn = max(said, key=lambda t: (t.end_ns, t.span_id), default=None)
+        if last_turn is not None and all(t.end_ns <= last_turn.end_ns for t in self.tools):
+            found.append((str(agent_of(last_turn).answer), source))
         return found
 
     def final_call(self, calls: Calls) -> SpanView | None:
@@ -445,18 +453,28 @@ class _TraceRuns:
             self.run_of[c.span_id] = run
             runs.append(run)
         # A workflow (a run doing nothing itself) takes its first agent as its own.
+        # A workflow (a run doing nothing itself) takes its first agent as its own, and that one its
+        # own first if it does nothing itself either (a crew, its task, the task's agent); agents
+        # taking turns in a conversation (an agent invoked more than once) are all the workflow's.
         merged: set[int] = set()
         for run in runs:
-            if run.top.span_id in merged:
-                continue
-            mine = owned[run.top.span_id]
-            members = [m for m in mine[Place.AGENT] if not up[m.span_id].tool and m.span_id in self.run_of]
-            if run.rag or mine[Place.TOOL] or mine[Place.LLM] or not members:
-                continue
-            entry = members[0]
-            run.reads.append(self.run_of[entry.span_id].reads[0])
-            self.run_of[entry.span_id] = run
-            merged.add(entry.span_id)
+            current = run.top.span_id
+            while run.top.span_id not in merged and not run.rag:
+                mine = owned[current]
+                members = [m for m in mine[Place.AGENT]
+                           if not up[m.span_id].tool and m.span_id in self.run_of]
+                if mine[Place.TOOL] or mine[Place.LLM] or not members:
+                    break
+                names = [agent_of(m).name for m in members if agent_of(m).name]
+                turns = members if len(set(names)) < len(names) else members[:1]
+                run.reads.append(self.run_of[members[0].span_id].reads[0])
+                for member in turns:
+                    self.run_of[member.span_id] = run
+                    merged.add(member.span_id)
+                if len(turns) > 1:
+                    run.turns += turns
+                    break
+                current = members[0].span_id
         runs = [r for r in runs if r.top.span_id not in merged]
         for run in runs:
             for span_id in [s for s, r in self.run_of.items() if r is run]:
@@ -465,7 +483,8 @@ class _TraceRuns:
                 run.llms += mine[Place.LLM]
                 run.retrievers += mine[Place.RETRIEVER]
                 run.rerankers += mine[Place.RERANKER]
-            for spans in (run.tools, run.llms, run.retrievers, run.rerankers):
+                run.turns += mine[Place.TURN]
+            for spans in (run.tools, run.llms, run.retrievers, run.rerankers, run.turns):
                 spans.sort(key=_key)
             run.final_tools = [t for t in run.tools if self.tool_calls[t.span_id].name in FINAL_ANSWER_TOOLS]
             run.tools = [t for t in run.tools if t not in run.final_tools]

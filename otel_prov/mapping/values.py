@@ -62,10 +62,12 @@ ABSENT = Verdict(None)
 
 _WORDS = r"redacted|filtered|masked|scrubbed|censored|hidden|removed|omitted|sensitive|anonymi[sz]ed|elided"
 _WRAPPED = re.compile(
-    rf"\[\s*(?:{_WORDS})(?:[ _:-]\w+)*\s*\]|<\s*(?:{_WORDS})(?:[ _:-]\w+)*\s*>|__(?:{_WORDS})__"
-    rf"|\*{{2,}}\s*(?:{_WORDS})\s*\*{{2,}}|\{{\s*(?:{_WORDS})\s*\}}", re.IGNORECASE)
+    rf"\[\s*(?:{_WORDS})\b[\w\s:'\",.-]{{0,60}}\]|<\s*(?:{_WORDS})\b[\w\s:'\",.-]{{0,60}}>|__(?:{_WORDS})__"
+    rf"|\*{{2,8}}\s?(?:{_WORDS})\s?\*{{2,8}}|\{{\s*(?:{_WORDS})\s*\}}", re.IGNORECASE)
 """A marker in brackets, angles, braces, double underscores or stars: ``[REDACTED]``,
-``<redacted>``, ``__REDACTED__``, ``***REDACTED***``, ``[FILTERED]``, ``[hidden content]``..."""
+``<redacted>``, ``__REDACTED__``, ``***REDACTED***``, ``[FILTERED]``, ``[hidden content]``,
+``[Scrubbed due to 'output']`` (Logfire's)...
+(Bounded, with no nested repetition: a value from the wire never makes it backtrack.)"""
 _WHOLE = re.compile(rf"\s*(?:(?:{_WORDS})|\*{{3,}}|#{{3,}}|x{{6,}}|X{{6,}})\s*", re.IGNORECASE)
 """A value that is nothing but a marker word (``REDACTED``), or a mask (``****`` -- the Collector's
 redaction processor --, ``###``)."""
@@ -77,10 +79,13 @@ def is_marker(text: str) -> bool:
 
 
 def _has_marker(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, str):
-        return is_marker(value)
     if depth > MAX_DEPTH:
         return False
+    if isinstance(value, str):
+        if is_marker(value):
+            return True
+        parsed = parse(value)  # a marker inside JSON text, or a repr
+        return parsed is not NOT_PARSED and not isinstance(parsed, str) and _has_marker(parsed, depth + 1)
     if isinstance(value, Mapping):
         return any(_has_marker(v, depth + 1) or (isinstance(k, str) and is_marker(k))
                    for k, v in value.items())
@@ -215,7 +220,7 @@ _USER_KEYS = ("query", "question", "input", "task", "prompt", "user_input", "use
 _OUTPUT_KEYS = ("result", "output", "answer", "response", "content", "text", "final_output", "final_answer",
                 "output_text", "value", "return_value", "message", "messages", "completion", "reply",
                 "blocks", "parts", "body", "data", "results", "returnvalue", "tool_result", "observation",
-                "generated_text", "response_text", "final_response", "summary", "choices",
+                "generated_text", "response_text", "final_response", "summary", "choices", "tool_output",
                 "structuredcontent")
 """Keys an envelope holds its content under (a user's input, a tool's or model's output)."""
 _META = re.compile(
@@ -230,6 +235,12 @@ _META = re.compile(
     r"(?:start|end)_?(?:char_?)?idx|excluded_\w+|\w+_template|\w+_separator)",
     re.IGNORECASE)
 """Bookkeeping keys: what may stand beside an envelope's content without being content."""
+
+
+def _meta(key: Any) -> bool:
+    """Whether ``key`` is a bookkeeping key (a long key never is: nor is it matched, so a key from
+    the wire costs no more than its first characters)."""
+    return isinstance(key, str) and len(key) <= 64 and _META.fullmatch(key) is not None
 _TEXT_BLOCKS = frozenset({"text", "output_text", "input_text", "content_text", "summary_text", None})
 _TOOL_CALL_TYPES = frozenset({"tool_call", "function_call", "tool_use", "function", "toolcall", "tool-call"})
 _ROLE_KEYS = ("role", "type", "sender", "author")
@@ -327,7 +338,7 @@ def _as_text(value: Any, role: str | None, depth: int) -> str:
         raise _Fail
     block_type = fields.get("type", fields.get("block_type"))
     if (isinstance(block_type, str) or block_type is None) and "text" in fields and \
-            isinstance(fields["text"], str) and all(_META.fullmatch(k) for k in fields if k != "text"):
+            isinstance(fields["text"], str) and all(_meta(k) for k in fields if k != "text"):
         if block_type in _TEXT_BLOCKS or (isinstance(block_type, str) and block_type.endswith("text")):
             return fields["text"]
         raise _Fail
@@ -356,7 +367,7 @@ def _as_text(value: Any, role: str | None, depth: int) -> str:
 def _bookkeeping(key: Any, value: Any) -> bool:
     """Whether a field beside an envelope's content is bookkeeping: a bookkeeping key, or a flag or
     number (an option: ``"stream": false``, ``"index": 0``)."""
-    return ((isinstance(key, str) and _META.fullmatch(key) is not None)
+    return (_meta(key)
             or isinstance(value, (bool, int, float)))
 
 
@@ -456,7 +467,7 @@ def _as_arguments(value: Any, depth: int) -> Mapping[str, Any]:
         args, kwargs = value.get("args"), value.get("kwargs")
         if isinstance(args, Mapping) and "kwargs" not in keys and not rest - _CALL_KEYS:
             return _as_arguments(args, depth + 1)  # a tool-call object: {"name", "args", "id"}
-        if not rest or all(_META.fullmatch(k) for k in rest):
+        if not rest or all(_meta(k) for k in rest):
             if isinstance(kwargs, (Mapping, str)) and _empty(args):
                 return _as_arguments(kwargs, depth + 1) if kwargs else {}
             if _empty(kwargs) and isinstance(args, (list, tuple)) and len(args) == 1 and \
@@ -467,7 +478,7 @@ def _as_arguments(value: Any, depth: int) -> Mapping[str, Any]:
             raise _Fail  # positional arguments: not an object
     found = [k for k in keys if k.lower() in _ARG_KEYS and not _empty(value[k])]
     others = [k for k in keys if k not in found and not _empty(value[k])]
-    if len(found) == 1 and all(_META.fullmatch(k) for k in others):
+    if len(found) == 1 and all(_meta(k) for k in others):
         # ``{"input": {...}, "options": null}``, ``{"tool_name": ..., "arguments": {...}}``: an envelope
         # when what it holds is an object (``{"input": "Paris"}`` may be a tool's own parameter).
         inner = value[found[0]]
@@ -502,7 +513,7 @@ def _as_result(value: Any, depth: int) -> str:
     fields = _fields(value)
     if fields is not None:
         enveloped = any(isinstance(k, str) and k.lower() in _OUTPUT_KEYS for k in fields) and all(
-            isinstance(k, str) and (k.lower() in _OUTPUT_KEYS or _META.fullmatch(k) or _empty(fields[k]))
+            isinstance(k, str) and (k.lower() in _OUTPUT_KEYS or _meta(k) or _empty(fields[k]))
             for k in fields)
         if _is_message(fields) or enveloped:
             raise _Fail  # an envelope whose content is not text

@@ -382,6 +382,28 @@ def event_messages(events: Sequence[tuple[str, Mapping[str, Any]]], output: bool
     return found if seen else None
 
 
+def recorded_events(value: Any, output: bool) -> list[Message] | None:
+    """The messages of GenAI event records written into one attribute (a JSON list of objects with
+    ``event.name``: ``gen_ai.user.message``, ``gen_ai.choice``...), as :func:`event_messages` reads
+    span events.  Without ``gen_ai.choice`` records the output is the assistant messages that end
+    the list (a request ends with a user's or a tool's message: what follows is the response); None
+    when the value is no such list."""
+    data = loads(value) if isinstance(value, str) and value[:1] == "[" else value
+    if not isinstance(data, (list, tuple)) or not data or not all(
+            isinstance(d, Mapping) and isinstance(d.get("event.name"), str) for d in data):
+        return None
+    records = [(str(d["event.name"]), {k: v for k, v in d.items() if k != "event.name"}) for d in data]
+    if any(name == EVENT_CHOICE for name, _ in records):
+        return event_messages(records, output)
+    found = event_messages(records, False)
+    if found is None:
+        return None
+    cut = len(found)
+    while cut > 0 and found[cut - 1].role == ASSISTANT:
+        cut -= 1
+    return found[cut:] if output else found[:cut]
+
+
 def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
     """Messages given as JSON text or a structured array (or one message, or LangChain's
     ``{"messages": [...]}``), each in any format; None when the value holds no list of messages.
@@ -600,6 +622,19 @@ def output_of(messages: Sequence[Message]) -> tuple[list[str], list[str], list[R
     return texts, reasoning, calls
 
 
+def final_texts(messages: Sequence[Message]) -> list[str]:
+    """What an agent said last: the texts of its assistant messages after its last tool call or
+    result (an agent's output may be its whole transcript: AG2's conversation).  None of the words
+    said before an action are its answer."""
+    texts: list[str] = []
+    for message in messages:
+        if message.role == TOOL or message.calls or message.responses:
+            texts = []
+        elif message.role in (ASSISTANT, ""):
+            texts += message.texts
+    return texts
+
+
 # -- text protocols: a model's output that is itself structured --------------------------------------
 
 _MARKER_FIELD = re.compile(r"^\[\[ ## (\w+) ## \]\]\s*$", re.MULTILINE)
@@ -722,6 +757,9 @@ def parameter_names(schema: Any) -> list[str]:
     return [str(k) for k, v in parsed.items() if isinstance(v, Mapping)]
 
 
+_CALL_ID_KEYS = ("tool_call_id", "call_id", "tool_id", "tool_use_id")
+
+
 def result_text(value: Any) -> tuple[str | None, str | None]:
     """A tool's result as text, and the tool call id when the result says it: LangChain's
     ``ToolMessage`` (``{"type": "tool", "data": {"content": ..., "tool_call_id": ...}}``, its
@@ -741,6 +779,9 @@ def result_text(value: Any) -> tuple[str | None, str | None]:
                 text = attr_text(message.get("content"))
             if text is not None:
                 return text, _id(message.get("tool_call_id"))
+        call_id = next((_id(parsed[k]) for k in _CALL_ID_KEYS if isinstance(parsed.get(k), (str, int))), None)
+        if call_id is not None:  # an envelope naming its call: ``{"tool_id": "call_1", "tool_output": ...}``
+            return (value if isinstance(value, str) else attr_text(value)), call_id
     if isinstance(value, str):
         return value, None
     return attr_text(value), None

@@ -88,6 +88,13 @@ OUTPUT_VALUE = "output.value"
 OI_TOOL_NAME = "tool.name"
 OI_TOOL_CALL_ID = "tool_call.id"
 OI_AGENT_NAME = "agent.name"
+EVENTS_ATTR = "events"
+"""The GenAI event records of a call written into one attribute (Logfire's ``events``)."""
+TOOL_ARGUMENT_KEYS = ("tool.arguments", "tool_call.function.arguments")
+"""Beside a tool's name (``tool.name``), its arguments (OpenLLMetry's LlamaIndex instrumentation,
+OpenInference's tool-call keys)."""
+TASK_SUFFIXES = (".task.description", ".task.input", ".task.question", ".task.query")
+"""A task an agent was given (``crewai.task.description``): what it was asked."""
 OI_INPUT_PREFIX = "llm.input_messages."
 OI_OUTPUT_PREFIX = "llm.output_messages."
 OI_TOOLS_PREFIX = "llm.tools."
@@ -114,6 +121,8 @@ OP_RETRIEVAL = "retrieval"
 RETRIEVAL_OPERATIONS = frozenset({OP_RETRIEVAL, "search_memory", "vector_db_retrieve"})
 """A retrieval of documents (or of memory records: their ``search_memory``)."""
 OP_HANDOFF = "agent_handoff"
+HANDOFF_OPERATIONS = frozenset({OP_HANDOFF, "handoff"})
+"""A hand-off's operation: the GenAI conventions' ``agent_handoff``, OpenLLMetry's ``handoff``."""
 """A hand-off from one agent to another (the OpenAI Agents SDK's instrumentations)."""
 HANDOFF_FROM = "gen_ai.handoff.from_agent"
 HANDOFF_TO = "gen_ai.handoff.to_agent"
@@ -196,6 +205,15 @@ _CALL_SUFFIXES = (".tool", ".__call__", ".call", ".acall", ".run", ".arun", "._r
 """How instrumentations name a span after the thing called: ``{name}.tool``, ``{name}.__call__``."""
 
 
+_CODE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def code_path(name: str) -> bool:
+    """Whether a name is a place in code (``FunctionAgent.workflow``, ``BaseWorkflowAgent.task``: a
+    class's method, as decorators name their spans), not the name of an agent or tool."""
+    return len(name) <= 200 and _CODE_PATH.fullmatch(name) is not None
+
+
 def name_of(span_name: str, suffixes: Sequence[str]) -> str | None:
     """The name of what a span stands for, from its span name: without one of ``suffixes``, and only
     when what is left is a name, not a code location (``FunctionAgent.run`` names a class's method,
@@ -226,10 +244,44 @@ VENDOR_LLM_OUTPUT = (".llm_response", ".llm_output")
 """A vendor's own keys beside the conventions' (Google ADK's ``gcp.vertex.agent.*``): read last."""
 
 
+_WHO = frozenset({SYSTEM, PROVIDER_NAME})
+"""Keys that say whose model a span is about, and nothing of what it is."""
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w.]*)(?:![rsa])?(?::[^{}]{0,20})?\}")
+"""A field of a message template (``Function: {name}``, ``Agent run: {name!r}``)."""
+BARE_KEYS = frozenset({"input", "inputs", "output", "outputs", "arguments", "args", "result", "response",
+                       "request"})
+"""A framework's own keys for what a span took and gave, with no prefix (``input`` / ``output``)."""
+
+
 def unmarked(span: SpanLike) -> bool:
     """A span in no convention the generic reading knows (no GenAI, OpenInference, OpenLLMetry, HTTP,
-    RPC, database or otel-prov key): a framework's own tracing."""
-    return not any(key.startswith(_CONVENTION_KEYS) for key in span.attributes)
+    RPC, database or otel-prov key; a provider's name alone says nothing of what it is): a
+    framework's own tracing."""
+    return not any(key.startswith(_CONVENTION_KEYS) and key not in _WHO for key in span.attributes)
+
+
+def name_words(span: SpanLike) -> list[str]:
+    """The words of a span's name (a message template's fields left out: ``Agent run: {name!r}`` is
+    "agent run")."""
+    return _WORDS.findall(_PLACEHOLDER.sub(" ", span.name).lower())
+
+
+def template_value(span: SpanLike) -> str | None:
+    """The value a span name that is a message template with one field fills in (``Function:
+    {name}`` with ``name = knowledge_query``: the tool's name), else None.  (The key is the one the
+    name gives: found by a scan of the attributes, as a framework's own keys are.)"""
+    fields = _PLACEHOLDER.findall(span.name)
+    if len(fields) != 1:
+        return None
+    for key, value in span.attributes.items():
+        if key == fields[0]:
+            return value if isinstance(value, str) and value else None
+    return None
+
+
+def own_key(key: str, suffixes: tuple[str, ...]) -> bool:
+    """Whether a key is a framework's own for one of ``suffixes``: it ends with it, or is it bare."""
+    return key.endswith(suffixes) or ("." + key in suffixes and key in BARE_KEYS)
 
 
 def unmarked_role(span: SpanLike) -> Role:
@@ -239,18 +291,35 @@ def unmarked_role(span: SpanLike) -> Role:
     nothing."""
     if not unmarked(span):
         return Role.OTHER
-    words = _WORDS.findall(span.name.lower())
+    words = name_words(span)
     if not words:
         return Role.OTHER
     last = words[-1]
     if last in _RUN_WORDS and len(words) >= 2 and words[-2] == "agent":
         return Role.AGENT
     keys = span.attributes.keys()
-    recorded = any(k.endswith((*INPUT_SUFFIXES, *OUTPUT_SUFFIXES)) for k in keys)
-    if last in _TOOL_WORDS and (recorded or any(k.endswith(TOOL_NAME_SUFFIXES) for k in keys)):
+    recorded = any(own_key(k, (*INPUT_SUFFIXES, *OUTPUT_SUFFIXES)) for k in keys)
+    if last in _TOOL_WORDS and (recorded or any(k.endswith(TOOL_NAME_SUFFIXES) for k in keys)
+                                or template_value(span)):
         return Role.TOOL
     if last in _LLM_WORDS and recorded:
         return Role.LLM
+    return Role.OTHER
+
+
+NOT_RUNS = frozenset({"create_agent", "embeddings", "embed", "create_thread", "create_assistant"})
+"""GenAI operations that name an agent without running it."""
+
+
+def other_role(span: SpanLike, op: str | None) -> Role:
+    """What a span no convention's kind places is, by what it carries: an operation no convention
+    defines on a span naming an agent is that agent's run (AG2's ``conversation``); a span naming a
+    tool (``gen_ai.tool.name``, ``tool.name``) is a call of it; else nothing."""
+    if op is not None and op != OP_UNKNOWN and op not in NOT_RUNS and op not in LLM_OPERATIONS and \
+            string_attr(span, AGENT_NAME):
+        return Role.AGENT
+    if string_attr(span, TOOL_NAME) or string_attr(span, OI_TOOL_NAME):
+        return Role.TOOL
     return Role.OTHER
 
 
@@ -261,7 +330,7 @@ def suffix_attr(span: SpanLike, suffixes: tuple[str, ...], any_span: bool = Fals
     if not any_span and not unmarked(span):
         return None
     for key, value in span.attributes.items():
-        if key.endswith(suffixes):
+        if own_key(key, suffixes):
             if isinstance(value, str) and value.strip() in ("{}", "[]", ""):
                 return None  # a placeholder (Google ADK's with content capture off), not a value
             return value
@@ -311,7 +380,8 @@ class GenAIDialect:
         OI_TOOL_CALL_ID, OI_AGENT_NAME, OI_SPAN_KIND, TL_SPAN_KIND, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT,
         TL_ENTITY_NAME, TL_WORKFLOW_NAME, LLM_REQUEST_TYPE, SESSION_ID, RERANK_QUERY, REQUEST_MODEL,
         RESPONSE_MODEL, PROVIDER_NAME, SYSTEM, FINISH_REASONS, FINISH_REASON, OI_FINISH_REASON, MEMORY_QUERY,
-        MEMORY_RECORDS, HANDOFF_TO, HANDOFF_FROM, "graph.node.id", *INPUT_TOKENS, *OUTPUT_TOKENS,
+        MEMORY_RECORDS, HANDOFF_TO, HANDOFF_FROM, "graph.node.id", EVENTS_ATTR, *TOOL_ARGUMENT_KEYS,
+        *INPUT_TOKENS, *OUTPUT_TOKENS,
         *REASONING_TOKENS, *MODEL_KEYS, *PROVIDER_KEYS, *DB_SYSTEM, *DB_OPERATION, *DB_QUERY_TEXT,
     })
     prefixes: tuple[str, ...] = (PROMPT_PREFIX, COMPLETION_PREFIX, OI_INPUT_PREFIX, OI_OUTPUT_PREFIX,
@@ -331,10 +401,14 @@ class GenAIDialect:
         return op
 
     def role(self, span: SpanLike) -> Role:
+        role = self._role(span)
+        return role if role is not Role.OTHER else other_role(span, self.operation(span))
+
+    def _role(self, span: SpanLike) -> Role:
         op = self.operation(span)
         if op in _AGENT_OPERATIONS:
             return Role.AGENT
-        if op in (OP_EXECUTE_TOOL, OP_HANDOFF):
+        if op == OP_EXECUTE_TOOL or op in HANDOFF_OPERATIONS:
             return Role.TOOL
         if op in LLM_OPERATIONS:
             return Role.LLM
@@ -351,9 +425,12 @@ class GenAIDialect:
                 return Role.LLM
             if is_vector_query(span):
                 return Role.RETRIEVER
-            if op is None and (string_attr(span, REQUEST_MODEL) or string_attr(span, SYSTEM)) and \
-                    _WORDS.findall(span.name.lower())[-1:] in (["llm"], ["chat"], ["completion"]):
-                return Role.LLM  # a model call named as one (ADK's ``call_llm``), its operation unsaid
+            if op is None and (string_attr(span, REQUEST_MODEL) or string_attr(span, SYSTEM)) and (
+                    _WORDS.findall(span.name.lower())[-1:] in (["llm"], ["chat"], ["completion"])
+                    or int_attr(span, (*INPUT_TOKENS, *OUTPUT_TOKENS)) is not None):
+                # A model call named as one (ADK's ``call_llm``), or one that says what it used, its
+                # operation unsaid.
+                return Role.LLM
             if op is None:
                 return unmarked_role(span)
         return Role.OTHER
@@ -387,6 +464,8 @@ class GenAIDialect:
                 continue
             return self.clean(messages)
         from_events = C.event_messages(events_of(span), output)
+        if from_events is None:
+            from_events = C.recorded_events(attrs.get(EVENTS_ATTR), output)
         if from_events is not None:
             return self.clean(from_events if output else C.tail(from_events))
         for flat_prefix in (oi_prefix, prefix):
@@ -394,7 +473,7 @@ class GenAIDialect:
             flat = C.flat_messages(source, flat_prefix, tail=not output)
             if flat is not None:
                 return self.clean(flat)
-        for own in (suffix_attr(span, OUTPUT_SUFFIXES if output else INPUT_SUFFIXES),
+        for own in (suffix_attr(span, OUTPUT_SUFFIXES if output else INPUT_SUFFIXES, True),
                     suffix_attr(span, VENDOR_LLM_OUTPUT if output else VENDOR_LLM_INPUT, True)):
             if own is not None:  # a framework's own keys: ``{prefix}.input``, ``{vendor}.llm_request``
                 found = C.messages_of(own, tail=not output)
@@ -416,11 +495,13 @@ class GenAIDialect:
     def agent_name(self, span: SpanLike) -> str | None:
         for key in (AGENT_NAME, OI_AGENT_NAME, WORKFLOW_NAME, TL_WORKFLOW_NAME, TL_ENTITY_NAME):
             name = string_attr(span, key)
-            if name:
+            if name and not (key == TL_ENTITY_NAME and code_path(name)):
                 return name
         for prefix in _AGENT_OPERATIONS:
             if span.name.startswith(prefix):
                 return span.name[len(prefix):].strip() or None
+        if _PLACEHOLDER.search(span.name):
+            return template_value(span)
         return name_of(span.name, (".agent", ".workflow"))
 
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
@@ -429,8 +510,9 @@ class GenAIDialect:
         outputs = self.messages(span, True, problems)
         question = first_plain(V.QUERY, (C.last_text(inputs, C.USER) if inputs else None,
                                          attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
-                                         suffix_attr(span, INPUT_SUFFIXES)))
-        answer_texts = C.output_of(outputs)[0] if outputs else []
+                                         suffix_attr(span, INPUT_SUFFIXES),
+                                         suffix_attr(span, TASK_SUFFIXES, True)))
+        answer_texts = C.final_texts(outputs) if outputs else []
         answer = first_plain(V.ANSWER, ("\n".join(answer_texts) if answer_texts else None,
                                         attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT),
                                         suffix_attr(span, OUTPUT_SUFFIXES)))
@@ -442,7 +524,10 @@ class GenAIDialect:
         """Whether the span names an agent of its own: an attribute does, or the GenAI span name
         ``invoke_agent {name}`` (an unnamed agent span directly below an agent is one of its turns)."""
         if any(string_attr(span, k) for k in (AGENT_NAME, OI_AGENT_NAME, WORKFLOW_NAME, TL_WORKFLOW_NAME,
-                                               TL_ENTITY_NAME, "graph.node.id")):
+                                               "graph.node.id")):
+            return True
+        entity = string_attr(span, TL_ENTITY_NAME)
+        if entity and not code_path(entity):
             return True
         return any(span.name.startswith(p + " ") for p in _AGENT_OPERATIONS)
 
@@ -456,12 +541,15 @@ class GenAIDialect:
             return own
         if span.name.startswith(OP_EXECUTE_TOOL):
             return span.name[len(OP_EXECUTE_TOOL):].strip() or span.name
+        if _PLACEHOLDER.search(span.name):
+            return template_value(span) or span.name
         return name_of(span.name, _CALL_SUFFIXES) or span.name
 
     def argument_candidates(self, span: SpanLike) -> list[Any]:
         """Where a tool's arguments may be, in order of preference."""
         attrs = span.attributes
-        found = [attrs.get(TOOL_CALL_ARGUMENTS), attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
+        found = [attrs.get(TOOL_CALL_ARGUMENTS), *(attrs.get(k) for k in TOOL_ARGUMENT_KEYS),
+                 attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
                  suffix_attr(span, INPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_INPUT, True)]
         for message in C.event_messages(events_of(span), False) or ():
             found += [m for m in message.texts] + [r for _, r in message.responses]
@@ -479,7 +567,8 @@ class GenAIDialect:
         """A hand-off's target ("" when the span does not name it), or None when the span is no
         hand-off: an ``agent_handoff`` operation (or OpenLLMetry's ``handoff`` kind) with
         ``gen_ai.handoff.to_agent``, or a tool span named ``handoff to {agent}`` with no tool name."""
-        if string_attr(span, OPERATION_NAME) == OP_HANDOFF or string_attr(span, TL_SPAN_KIND) == "handoff":
+        if string_attr(span, OPERATION_NAME) in HANDOFF_OPERATIONS or \
+                string_attr(span, TL_SPAN_KIND) == "handoff":
             return string_attr(span, HANDOFF_TO) or ""
         if span.name.startswith(HANDOFF_PREFIX) and not (string_attr(span, TOOL_NAME)
                                                         or string_attr(span, OI_TOOL_NAME)):
@@ -610,6 +699,10 @@ def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message]
     )
 
 
+_NULLS = frozenset({"None", "none", "null", "undefined"})
+"""A value written as the text of a null (``str(None)``): no value."""
+
+
 def meta_of(span: SpanLike, outputs: Sequence[C.Message] | None = None) -> Meta:
     """A model call's model, provider, token counts and finish reason, under any convention's keys."""
     attrs = span.attributes
@@ -621,8 +714,8 @@ def meta_of(span: SpanLike, outputs: Sequence[C.Message] | None = None) -> Meta:
     if isinstance(reason, str) and "." in reason and reason.split(".")[0].istitle():
         reason = reason.rsplit(".", 1)[1].lower()  # an enum's repr (FinishReason.TOOL_CALLS)
     return Meta(
-        model=next((v for k in MODEL_KEYS if (v := string_attr(span, k))), None),
-        provider=next((v for k in PROVIDER_KEYS if (v := string_attr(span, k))), None),
+        model=next((v for k in MODEL_KEYS if (v := string_attr(span, k)) and v not in _NULLS), None),
+        provider=next((v for k in PROVIDER_KEYS if (v := string_attr(span, k)) and v not in _NULLS), None),
         input_tokens=int_attr(span, INPUT_TOKENS),
         output_tokens=int_attr(span, OUTPUT_TOKENS),
         reasoning_tokens=int_attr(span, REASONING_TOKENS),

@@ -27,7 +27,9 @@ from .genai import (
     TL_SPAN_KIND,
     TL_WORKFLOW_NAME,
     GenAIDialect,
+    code_path,
     io_text,
+    name_of,
     string_attr,
 )
 
@@ -62,12 +64,11 @@ class TraceloopDialect(GenAIDialect):
     def agent_name(self, span: SpanLike) -> str | None:
         for key in ("gen_ai.agent.name", WORKFLOW_NAME, ENTITY_NAME):
             name = string_attr(span, key)
+            if name and key == ENTITY_NAME and code_path(name):
+                return None  # a decorated method (``FunctionAgent.workflow``): its span name is the same
             if name:
                 return name
-        name = span.name
-        for suffix in _SUFFIXES:
-            name = name.removesuffix(suffix)
-        return name or None
+        return name_of(span.name, _SUFFIXES)
 
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
         found = super().agent(span, problems)
@@ -76,7 +77,8 @@ class TraceloopDialect(GenAIDialect):
             question = _input_text(span.attributes.get(ENTITY_INPUT)) or question
         if answer is None or not V.check(V.ANSWER, answer).plain:
             answer = io_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)), C.ASSISTANT) or answer
-        return Agent(found.name, question, answer, True, found.captured)
+        named = found.named or self._kind(span) in (KIND_WORKFLOW, KIND_AGENT)
+        return Agent(found.name, question, answer, named, found.captured)
 
 
 def _input_text(value: Any) -> str | None:
