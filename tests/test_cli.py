@@ -141,7 +141,8 @@ def test_list_table_newest_first_without_subtraces(filled: Filled, capsysbinary:
     r = cli(capsysbinary, "list", "--store", str(filled.path))
     assert r.code == 0 and r.err == ""
     lines = r.out.splitlines()
-    assert [c.strip() for c in lines[0].split("|")] == ["Session ID", "Type", "Question", "Time"]
+    assert [c.strip() for c in lines[0].split("|")] == ["Session ID", "Type", "Question", "Time", "Steps",
+                                                        "Duration", "Status"]
     assert set(lines[1]) <= {"-", "+"}
     body = [[c.strip() for c in line.split("|")] for line in lines[2:]]
     # six top-level sessions; the agent's document search (a sub-trace) is not listed
@@ -157,8 +158,20 @@ def test_list_table_newest_first_without_subtraces(filled: Filled, capsysbinary:
     assert by_id[filled.agent.explain_id][1] == "Agent"
     assert by_id[filled.graph.explain_id][1] == "GraphRAG"
     assert by_id[filled.docs.explain_id][1] == "DocRAG"
-    assert by_id[filled.unfinished][1] == "Agent (unfinished)"
-    assert by_id[filled.failed][1] == "Agent (error)"
+    assert by_id[filled.agent.explain_id][6] == "complete"
+    assert by_id[filled.unfinished][1:7:5] == ["Agent", "unfinished"]
+    assert by_id[filled.failed][1:7:5] == ["Agent", "error"]
+    # Steps: the Analysis steps the example agent took (its trace read back), the Exploration and
+    # Focus of a RAG query; a duration from the session's first start to its last end.
+    store = open_for_reading(parse_store(str(filled.path)))
+    try:
+        agent_trace, _ = TraceReader(store).trace(filled.agent.explain_id)
+    finally:
+        store.close()
+    analyses = sum(s.kind == "Analysis" for s in agent_trace.steps)
+    assert analyses >= 2 and by_id[filled.agent.explain_id][4] == str(analyses)
+    assert by_id[filled.graph.explain_id][4] == "2" and by_id[filled.docs.explain_id][4] == "1"
+    assert all(re.fullmatch(r"[\d.]+ (ms|s)", row[5]) for row in body)
     # the question is cut to 45 characters, as TrustGraph's
     question = by_id[filled.agent.explain_id][2]
     assert len(question) == 45 and question.endswith("...")
@@ -630,7 +643,8 @@ def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> 
     assert "policy: offline (deterministic rules, no language model)" in r.err
     lines = r.out.splitlines()
     assert lines[0] == f"$ otel-prov list --store {store}"  # each command printed works as printed
-    assert [c.strip() for c in lines[1].split("|")] == ["Session ID", "Type", "Question", "Time"]
+    assert [c.strip() for c in lines[1].split("|")] == ["Session ID", "Type", "Question", "Time", "Steps",
+                                                        "Duration", "Status"]
     assert sorted(line.split("|")[1].strip() for line in lines[3:6]) == ["Agent", "DocRAG", "GraphRAG"]
     assert lines[6] == ""
     shows = [line for line in lines if line.startswith("$ otel-prov show ")]

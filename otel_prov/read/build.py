@@ -20,6 +20,7 @@ from .model import (
     DOC_RAG,
     GRAPH_RAG,
     UNKNOWN,
+    ChunkScore,
     SelectedEdge,
     Trace,
     TraceStep,
@@ -181,7 +182,21 @@ def _step(iri: str, node: Props, props: dict[str, Props]) -> TraceStep:
         edge = (parts[0] or "", parts[1] or "", parts[2] or "") if all(x is not None for x in parts) else None
         step.edges.append(SelectedEdge(selection, edge, first(sel, TG.reasoning)))
     step.edges.sort(key=lambda e: _edge_order(e.iri))
+    for selection in sorted(o.value for o in node.get(str(OTELPROV.chunkSelection), [])):
+        sel = props.get(selection, {})
+        chunk = first(sel, TG.selectedChunk)
+        if chunk is not None:
+            step.chunk_scores.append(ChunkScore(chunk, _number(first(sel, OTELPROV.rank), int),
+                                                _number(first(sel, TG.score), float)))
+    step.chunk_scores.sort(key=lambda c: (c.rank is None, c.rank or 0, c.chunk))
     return step
+
+
+def _number(text: str | None, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def _edge_order(iri: str) -> tuple[int, str]:

@@ -13,10 +13,7 @@ from rdflib.namespace import PROV
 from ..model.iris import is_session_activity
 from ..model.vocab import TG
 from .build import Props, TraceTriple, first, index, kind_of, types_of
-from .model import Trace, TraceStep, local_name
-
-NOT_CAPTURED_TEXT = "(not captured)"
-"""How a value the trace did not record is shown (``otelprov:notCaptured``)."""
+from .model import NOT_CAPTURED_TEXT, Trace, TraceStep, local_name
 
 
 @dataclass(frozen=True)

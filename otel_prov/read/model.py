@@ -3,6 +3,7 @@ whatever renders them (the CLI, the renderers of :mod:`otel_prov.render`, a web 
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,10 @@ NOT_CAPTURED = "notCaptured"
 """The local name of ``otelprov:notCaptured``: what a node's span did not record."""
 REDACTED = "redacted"
 """The local name of ``otelprov:redacted``: what a node's span recorded as a redaction marker."""
+NOT_CAPTURED_TEXT = "(not captured)"
+"""How a value the trace did not record is shown (``otelprov:notCaptured``)."""
+REDACTED_TEXT = "(redacted)"
+"""How a value the trace recorded only as a redaction marker is shown (``otelprov:redacted``)."""
 ENDS = {AGENT: "Conclusion", GRAPH_RAG: "Synthesis", DOC_RAG: "Synthesis"}
 """The kind of step that finishes a session of each type."""
 _FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
@@ -95,9 +100,15 @@ class SessionRow:
     collection: str | None = None
     status: str = COMPLETE
 
+    steps: int | None = None
+    """Its Analysis steps (an agent) or retrieval steps (Exploration, Focus: a RAG query)."""
+    duration_ms: float | None = None
+    """From its first node's start to its last node's end (None: the times are not recorded)."""
+
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "type": self.type, "question": self.question, "time": self.time,
-                "traceId": self.trace_id, "collection": self.collection, "status": self.status}
+                "traceId": self.trace_id, "collection": self.collection, "status": self.status,
+                "steps": self.steps, "durationMs": self.duration_ms}
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,8 @@ class TraceStep:
     number: int | None = None
     """An Analysis's iteration number."""
     edges: list[SelectedEdge] = field(default_factory=list)
+    chunk_scores: list[ChunkScore] = field(default_factory=list)
+    """A DocRAG Exploration's or Focus's chunks with their ranks and scores, where recorded."""
     subtraces: list[Trace] = field(default_factory=list)
     """Sessions started by this step (a RAG query run by an agent's tool)."""
 
@@ -163,9 +176,91 @@ class TraceStep:
         """True when the trace recorded ``name`` as a redaction marker (``otelprov:redacted``)."""
         return name in self.values.get(REDACTED, [])
 
+    def shown(self, name: str) -> str | None:
+        """``name``'s value as a reader sees it: the value, else ``(redacted)`` or ``(not
+        captured)``, else None (the node has no such property)."""
+        value = self.value(name)
+        if value:
+            return value
+        if self.redacted(name):
+            return REDACTED_TEXT
+        # (the spec's mandatory literals stay, empty, where the value was not captured: "")
+        return value if self.captured(name) else NOT_CAPTURED_TEXT
+
     @property
     def error(self) -> str | None:
         return self.value("statusMessage")
+
+    @property
+    def duration_ms(self) -> float | None:
+        """How long the span the step was written from took (``otelprov:startTime`` to ``endTime``)."""
+        return duration_ms(self.value("startTime"), self.value("endTime"))
+
+    def facts(self) -> list[tuple[str, str]]:
+        """What an agent-tracing tool shows of a step beside its content: its model (and provider),
+        tokens, finish reason, durations, a tool's error -- as (label, text), only what is recorded."""
+        found: list[tuple[str, str]] = []
+        model, provider = self.value("llmModel"), self.value("modelProvider")
+        if model or provider:
+            found.append(("Model", f"{model or '?'} ({provider})" if provider else str(model)))
+        tokens = [f"{self.value(k)} {label}" for k, label in (
+            ("inToken", "in"), ("outToken", "out"), ("reasoningTokens", "reasoning")) if self.value(k)]
+        if tokens:
+            found.append(("Tokens", ", ".join(tokens)))
+        if self.value("finishReason"):
+            found.append(("Finish reason", str(self.value("finishReason"))))
+        took = self.duration_ms
+        if took is not None and took >= 1:  # under a millisecond (an event-like step): not worth a line
+            found.append(("Duration", format_ms(took)))
+        for key, label in (("llmDurationMs", "Model time"), ("toolDurationMs", "Tool time")):
+            if self.value(key):
+                found.append((label, format_ms(float(self.value(key) or 0))))
+        if self.value("toolError"):
+            found.append(("Tool error", str(self.value("toolError"))))
+        return found
+
+
+@dataclass(frozen=True)
+class ChunkScore:
+    """A chunk a DocRAG step selected, its rank and score (``tg:ChunkSelection``)."""
+
+    chunk: str
+    rank: int | None
+    score: float | None
+
+
+def duration_ms(start: str | None, end: str | None) -> float | None:
+    """Milliseconds between two ``xsd:dateTime`` texts as otel-prov writes them (UTC, up to
+    nanoseconds); None when either is missing or not of that form."""
+    a, b = epoch_ns(start), epoch_ns(end)
+    return None if a is None or b is None or b < a else (b - a) / 1e6
+
+
+def epoch_ns(text: str | None) -> int | None:
+    """An ``xsd:dateTime`` text as otel-prov writes it, as nanoseconds since the epoch (None: not
+    of that form).  (Texts do not compare as times: ``10:00:00.1Z`` sorts before ``10:00:00Z``.)"""
+    if not text:
+        return None
+    match = _DATETIME.fullmatch(text.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, frac = match.groups()
+    whole = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second)))
+    return whole * 1_000_000_000 + int((frac or "").ljust(9, "0")[:9])
+
+
+_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|\+00:00)")
+
+
+def format_ms(ms: float) -> str:
+    """A duration as a person reads it: ``850 ms``, ``1.2 s``, ``3 min 5 s``."""
+    if ms < 1000:
+        return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
 
 
 @dataclass

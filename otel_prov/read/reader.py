@@ -5,6 +5,7 @@ plain data of :mod:`.model`."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from ..model.iris import QUESTION_PREFIXES
 from ..model.terms import literal
@@ -23,6 +24,7 @@ from .model import (
     Trace,
     TraceNotFound,
     check_iri,
+    epoch_ns,
     flow_of_type,
     is_trace_id,
     type_from_iri,
@@ -73,12 +75,15 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
         sessions = []
         for row in rows:
             q = row["q"]
-            found = marks.get(q, set())
+            summary = marks.get(q, _Summary())
+            found = summary.marks
             type_ = (type_from_iri(q) or SUBTYPES.get(row.get("sub", ""))
                      or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
             status = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
+            steps = summary.analyses if type_ == AGENT else summary.retrievals
             sessions.append(SessionRow(q, type_, row.get("query", ""), row.get("time", ""),
-                                       row.get("trace"), row.get("coll"), status))
+                                       row.get("trace"), row.get("coll"), status, steps,
+                                       summary.duration_ms))
         return sessions
 
     def count_sessions(self, *, kind: str | None = None, collection: str | None = None,
@@ -106,10 +111,11 @@ SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?error
         return sorted(row["c"] for row in self.select(
             f"SELECT DISTINCT ?c WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q otelprov:collection ?c }} }}"))
 
-    def _marks(self, questions: list[str]) -> dict[str, set[str]]:
-        """Question -> what its own steps show: ``end`` (a Conclusion or Synthesis), ``error`` (an
-        error status, the Question's included), ``analysis``, ``chunks``.  For a page of sessions
-        only the nodes derived from them are read; for many, one pass over the graph is cheaper."""
+    def _marks(self, questions: list[str]) -> dict[str, _Summary]:
+        """Question -> what its own steps show: marks ``end`` (a Conclusion or Synthesis), ``error``
+        (an error status, the Question's included), ``analysis``, ``chunks``; how many Analysis and
+        retrieval steps; its earliest start and latest end.  For a page of sessions only the nodes
+        derived from them are read; for many, one pass over the graph is cheaper."""
         if not questions:
             return {}
         chain = "(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)*"
@@ -122,22 +128,43 @@ SELECT DISTINCT ?n ?up WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
   ?n prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used ?up }} }}"""):
             up[row["n"]].append(row["up"])
         found: dict[str, set[str]] = defaultdict(set)
+        times: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for row in self.select(f"""
-SELECT DISTINCT ?n ?mark WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
+SELECT DISTINCT ?n ?mark ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
   {{ ?n a tg:Conclusion BIND("end" AS ?mark) }} UNION {{ ?n a tg:Synthesis BIND("end" AS ?mark) }}
   UNION {{ ?n otelprov:statusMessage ?m BIND("error" AS ?mark) }}
   UNION {{ ?n a tg:Analysis BIND("analysis" AS ?mark) }}
+  UNION {{ ?n a tg:Exploration BIND("retrieval" AS ?mark) }}
+  UNION {{ ?n a tg:Focus BIND("retrieval" AS ?mark) }}
   UNION {{ ?n tg:chunkCount ?c BIND("chunks" AS ?mark) }}
   UNION {{ ?n tg:query ?text BIND("question" AS ?mark) }}
+  UNION {{ ?n otelprov:startTime|prov:startedAtTime ?t BIND("start" AS ?mark) }}
+  UNION {{ ?n otelprov:endTime|prov:endedAtTime ?t BIND("finish" AS ?mark) }}
 }} }}"""):
-            found[row["n"]].add(row["mark"])
+            if "t" in row:
+                times[row["n"]].append((row["mark"], row["t"]))
+            else:
+                found[row["n"]].add(row["mark"])
         owners = set(questions) | {n for n, m in found.items() if "question" in m}
         wanted = set(questions)
-        marks: dict[str, set[str]] = defaultdict(set)
-        for node, kinds in found.items():
+        marks: dict[str, _Summary] = defaultdict(_Summary)
+        for node in found.keys() | times.keys():
             owner = _nearest(node, owners, up)
-            if owner in wanted:
-                marks[owner] |= kinds - {"question"}
+            if owner not in wanted:
+                continue
+            summary = marks[owner]
+            kinds = found.get(node, set())
+            summary.marks |= kinds - {"question", "retrieval"}
+            summary.analyses += "analysis" in kinds
+            summary.retrievals += "retrieval" in kinds
+            for mark, text in times.get(node, ()):
+                when = epoch_ns(text)
+                if when is None:
+                    continue
+                if mark == "start" and (summary.start is None or when < summary.start):
+                    summary.start = when
+                if mark == "finish" and (summary.end is None or when > summary.end):
+                    summary.end = when
         return marks
 
     # -- show ---------------------------------------------------------------------------------
@@ -153,6 +180,7 @@ SELECT DISTINCT ?s ?p ?o WHERE {{
     UNION {{ ?n {chain} {q} . ?n tg:selectedEdge ?s }}
     UNION {{ ?n {chain} {q} . ?n tg:selectedEdge/tg:edge ?s }}
     UNION {{ ?n {chain} {q} . ?n prov:wasAssociatedWith ?s }}
+    UNION {{ ?n {chain} {q} . ?n otelprov:chunkSelection ?s }}
     ?s ?p ?o
   }}
 }}"""
@@ -210,6 +238,24 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         question = self.question_of(ref)
         triples = self.triples(question)
         return build_trace(question, triples), triples
+
+
+@dataclass
+class _Summary:
+    """What a listing shows of one session's own nodes (see :meth:`TraceReader._marks`)."""
+
+    marks: set[str] = field(default_factory=set)
+    analyses: int = 0
+    retrievals: int = 0
+    start: int | None = None
+    """Nanoseconds since the epoch."""
+    end: int | None = None
+
+    @property
+    def duration_ms(self) -> float | None:
+        if self.start is None or self.end is None or self.end < self.start:
+            return None
+        return (self.end - self.start) / 1e6
 
 
 def _where(kind: str | None, collection: str | None, where: SessionFilter | None) -> str:

@@ -29,6 +29,7 @@ def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
         "question": trace.question,
         "agent": trace.agent,
         "notCaptured": trace.not_captured,
+        "redacted": trace.redacted,
         "time": trace.time,
         "traceId": trace.trace_id,
         "jaegerUrl": jaeger_link(jaeger, trace.trace_id),
@@ -47,6 +48,10 @@ def _step_dict(step: TraceStep, jaeger: str | None) -> dict[str, Any]:
         out["number"] = step.number
     for name, values in sorted(step.values.items()):
         out[name] = values if name == "selectedChunk" or len(values) > 1 else values[0]
+    if step.duration_ms is not None:
+        out["durationMs"] = step.duration_ms
+    if step.chunk_scores:
+        out["chunkScores"] = [{"chunk": c.chunk, "rank": c.rank, "score": c.score} for c in step.chunk_scores]
     if step.edges:
         out["selectedEdges"] = [{"id": e.iri, "edge": list(e.edge) if e.edge else None,
                                  "reasoning": e.reasoning} for e in step.edges]

@@ -8,16 +8,19 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..read.graph import NOT_CAPTURED_TEXT, step_title
+from ..model.vocab import RAW_TERMS
+from ..read.graph import step_title
 from ..read.model import (
     AGENT,
-    COMPLETE,
     DOC_RAG,
     FAILED,
+    NOT_CAPTURED_TEXT,
+    REDACTED_TEXT,
     SelectedEdge,
     SessionRow,
     Trace,
     TraceStep,
+    format_ms,
     local_name,
 )
 from .links import jaeger_link
@@ -26,7 +29,7 @@ QUESTION_WIDTH = 45
 """The list's Question column is cut to this many characters (as TrustGraph's)."""
 EMPTY = "No explainability sessions found."
 HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime",
-          "notCaptured"}
+          "notCaptured", "redacted", "chunkSelection", "startTime", "endTime", *RAW_TERMS.values()}
 """A step's values not shown as its content (ids, times; the error and what was not captured are
 shown apart)."""
 SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
@@ -62,13 +65,13 @@ def _cut(text: str, width: int) -> str:
 
 
 def session_table(rows: Sequence[SessionRow]) -> str:
-    """``Session ID | Type | Question | Time``; an unfinished or failed session is marked in the
-    Type column (``Agent (unfinished)``)."""
+    """``Session ID | Type | Question | Time | Steps | Duration | Status``."""
     if not rows:
         return EMPTY + "\n"
-    header = ("Session ID", "Type", "Question", "Time")
-    body = [(r.id, r.type if r.status == COMPLETE else f"{r.type} ({r.status})",
-             _cut(r.question, QUESTION_WIDTH), shown_time(r.time)) for r in rows]
+    header = ("Session ID", "Type", "Question", "Time", "Steps", "Duration", "Status")
+    body = [(r.id, r.type, _cut(r.question, QUESTION_WIDTH), shown_time(r.time),
+             "" if r.steps is None else str(r.steps),
+             "" if r.duration_ms is None else format_ms(r.duration_ms), r.status) for r in rows]
     return visible("\n".join(table_lines(header, body)) + "\n")
 
 
@@ -118,14 +121,12 @@ def _edge_text(index: int, edge: SelectedEdge) -> list[str]:
 def _analysis(step: TraceStep) -> list[str]:
     lines = []
     for name, label in SHOWN_AS.items():
-        value = step.value(name)
-        if value is None and not step.captured(name):
-            value = NOT_CAPTURED_TEXT
-        elif value is None:
+        value = step.shown(name)
+        if value is None:
             if name == "action":
                 lines.append(f"  Action: {'(none: this cycle answered)' if step.value('thought') else 'N/A'}")
             continue
-        if name == "arguments":
+        if name == "arguments" and step.value(name) is not None:
             pretty = _pretty_json(value)
             if pretty is not None:
                 lines.append("  Arguments:")
@@ -135,38 +136,68 @@ def _analysis(step: TraceStep) -> list[str]:
     return lines
 
 
+def chunk_text(step: TraceStep) -> str:
+    """A DocRAG step's chunks, each with its score where recorded (``doc-1 (0.91)``), by rank."""
+    if step.chunk_scores:
+        return ", ".join(c.chunk if c.score is None else f"{c.chunk} ({c.score:g})"
+                         for c in step.chunk_scores)
+    return ", ".join(step.values.get("selectedChunk", []))
+
+
+def _chunks(step: TraceStep, verb: str) -> list[str]:
+    chunks = step.values.get("selectedChunk", [])
+    if not step.captured("selectedChunk"):
+        return [f"{verb} chunks from document store: {NOT_CAPTURED_TEXT}"]
+    count = step.value("chunkCount") or len(chunks)
+    lines = [f"{verb} {count} chunks from document store"]
+    if chunks:
+        lines.append(f"  Chunks: {chunk_text(step)}")
+    return lines
+
+
+def _evaluation(step: TraceStep) -> list[str]:
+    lines = [f"  Name: {step.value('evaluationName') or '?'}"]
+    for key, label in (("evaluationScore", "Score"), ("evaluationLabel", "Label")):
+        if step.value(key) is not None:
+            lines.append(f"  {label}: {step.value(key)}")
+    explanation = step.shown("evaluationExplanation")
+    if explanation is not None:
+        lines += _field("Explanation", explanation)
+    return lines
+
+
 def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -> list[str]:
-    title = {"Focus": "Focus (Edge Selection)"}.get(step.kind, step_title(step))
+    docs = trace.type == DOC_RAG or step.value("chunkCount") is not None
+    title = {"Focus": "Focus (Chunk Selection)" if docs else "Focus (Edge Selection)"}.get(
+        step.kind, step_title(step))
     lines = [f"--- {title} ---"]
     if step.kind == "Analysis":
         lines += _analysis(step)
     elif step.kind == "Exploration":
-        if step.value("chunkCount") is not None or trace.type == DOC_RAG:
-            chunks = step.values.get("selectedChunk", [])
-            if not step.captured("selectedChunk"):
-                lines.append(f"Retrieved chunks from document store: {NOT_CAPTURED_TEXT}")
-            else:
-                count = step.value("chunkCount") or len(chunks)
-                lines.append(f"Retrieved {count} chunks from document store")
-            if chunks:
-                lines.append(f"  Chunks: {', '.join(chunks)}")
+        if docs:
+            lines += _chunks(step, "Retrieved")
         else:
             lines.append(f"Retrieved {step.value('edgeCount') or 0} edges from knowledge graph")
+    elif step.kind == "Focus" and docs:
+        lines += _chunks(step, "Selected")
     elif step.kind == "Focus":
         lines.append(f"Selected {len(step.edges)} edges:")
         for i, edge in enumerate(step.edges, 1):
             lines.append("")
             lines += _edge_text(i, edge)
     elif step.kind in ("Conclusion", "Synthesis"):
-        name = "answer" if step.kind == "Conclusion" else "content"
-        answer = step.value(name) or (NOT_CAPTURED_TEXT if not step.captured(name) else None)
+        answer = step.shown("answer" if step.kind == "Conclusion" else "content")
         lines += ["Answer:", *_indent(answer or "(empty)", "  ")]
+    elif step.kind == "Evaluation":
+        lines += _evaluation(step)
     else:  # a step this viewer does not know: show what it has
         shown = {k: v for k, v in step.values.items() if k not in HIDDEN}
         lines.append(f"  Node: {step.iri}")
         for name, values in sorted(shown.items()):
             for value in values:
                 lines += _field(name, value)
+    if step.kind != "Evaluation":
+        lines += [f"  {label}: {text}" for label, text in step.facts()]
     if step.error:
         lines.append(f"  Error: {step.error}")
     for sub in step.subtraces:
@@ -176,10 +207,17 @@ def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -
     return lines
 
 
+def question_text(trace: Trace) -> str:
+    """A session's question as shown: the text, else ``(redacted)`` / ``(not captured)``."""
+    if "query" in trace.redacted:
+        return REDACTED_TEXT
+    return NOT_CAPTURED_TEXT if "query" in trace.not_captured else trace.question
+
+
 def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list[str]:
     """The text of ``otel-prov show``, as lines."""
     lines = [f"=== {trace.type} Session: {trace.id} ===", ""]
-    lines += _field("Question", NOT_CAPTURED_TEXT if "query" in trace.not_captured else trace.question, "")
+    lines += _field("Question", question_text(trace), "")
     if trace.agent:
         lines.append(f"Agent: {trace.agent}")
     if trace.time:

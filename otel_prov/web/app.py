@@ -41,14 +41,14 @@ from starlette.templating import Jinja2Templates
 from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
-from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep
+from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep, format_ms
 from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import TRACE_FORMATS, Shown, render_trace
 from ..render.data import session_dicts, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
-from ..render.text import HIDDEN, term, visible
+from ..render.text import HIDDEN, chunk_text, question_text, term, visible
 from ..settings import UiSettings, is_loopback
 from ..stores import ReadStore, open_for_reading
 from ..stores.base import QueryResult
@@ -118,8 +118,8 @@ def _templates() -> Jinja2Templates:
     env = jinja2.Environment(loader=jinja2.PackageLoader("otel_prov.web", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
-                       title=step_title, summary=step_summary, term=term, shell=shlex.quote)
-    env.globals.update(hidden=HIDDEN)
+                       title=step_title, summary=step_summary, term=term, shell=shlex.quote, ms=format_ms)
+    env.globals.update(hidden=HIDDEN, question_text=question_text, chunk_text=chunk_text)
     return Jinja2Templates(env=env)
 
 
