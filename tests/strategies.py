@@ -25,6 +25,7 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from otel_prov import agent_session, doc_rag_session, graph_rag_session
 from otel_prov import attributes as A
+from otel_prov.mapping import values as V
 
 # -- text -------------------------------------------------------------------------------------------
 
@@ -176,8 +177,20 @@ class GenAIPlan:
         return [t for agent in self.agents for t in agent.all_tools()]
 
 
+def _plain(text: str) -> bool:
+    """Text a framework's span could hold only as text: no JSON, repr or redaction marker (those are
+    the value rule's, tests/test_values.py)."""
+    return not (V.looks_structured(text) or V.looks_like_repr(text) or V.is_marker(text)
+                or text.strip() in ("None", "null"))
+
+
+plain_texts = texts.filter(_plain)
+"""The awkward texts a framework run's content may be."""
+
+
 def _genai_agents(depth: int, style: str | None = None) -> st.SearchStrategy[GenAIAgent]:
     nested = st.none() if depth == 0 else st.none() | _genai_agents(depth - 1, "genai")
+    texts = plain_texts
     tool = st.builds(Tool, name=names, args=st.none() | arguments.map(json.dumps), result=st.none() | texts,
                      nested=nested, remote=st.booleans())
     item = st.builds(Chat, texts) | tool

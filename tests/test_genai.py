@@ -219,6 +219,7 @@ OPENAI_AGENTS_SEED = f"""
 <{U}/i2> a prov:Entity, tg:Analysis ;
     tg:action "get_time" ;
     tg:arguments {lit('{"tz": "Europe/Paris"}')} ;
+    otelprov:notCaptured "observation" ;
     prov:wasDerivedFrom <{U}/i1> ; {TID} ; {sid(6)} ; {when(21, 25)} ;
     tg:llmModel "gpt-4o" ; tg:llmDurationMs 17 ; tg:toolDurationMs 4 .
 <{U}/final> a prov:Entity, tg:Conclusion ;

@@ -165,7 +165,10 @@ def test_to_message_in_every_format() -> None:
     assert C.to_message({"role": "user", "parts": [
         {"type": "tool_call_response", "id": "c2", "response": "found"},
         {"type": "tool_result", "tool_use_id": "c3", "content": "more"}]}) == \
-        M("user", responses=(("c2", "found"), ("c3", "more")))
+        M("tool", responses=(("c2", "found"), ("c3", "more")))  # results in the user's turn: the tools'
+    mixed = [{"type": "text", "text": "and?"}, {"type": "tool_result", "tool_use_id": "c4", "content": "x"}]
+    assert C.to_message({"role": "user", "content": mixed}) == \
+        M("user", ("and?",), responses=(("c4", "x"),))  # with the user's words: the user's
     assert C.to_message({"type": "reasoning", "summary": [{"text": "s1"}, {"text": "s2"}, "x"]}) == \
         M("assistant", reasoning=("s1", "s2"))
     assert C.to_message({"role": "assistant", "content": [{"type": "thinking", "thinking": "deep"}]}) == \

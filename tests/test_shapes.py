@@ -532,3 +532,80 @@ def test_content_off_is_not_captured_never_a_guess() -> None:
             NOT_CAPTURED,
         )
     ]
+
+
+# -- a run's own transcript; a loop's model calls written onto one span; events sent apart ------------------
+
+
+def test_a_run_only_its_own_transcript_shows_acting_takes_its_steps_from_it() -> None:
+    """No tool span, model calls that record nothing: the run's output holding its conversation (a
+    pipeline's component state, its messages as their private fields) gives the steps, thought and
+    results by id -- fourteen of them, one a call never answered."""
+    def message(role: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"_role": role, "_content": content, "_name": None, "_meta": {}}
+
+    conversation = [message("user", [{"text": Q}])]
+    for n, city in enumerate(CITIES + ["city-13", "city-14"], 1):
+        call = {"tool_name": "temp", "arguments": {"city": city}, "id": f"c{n}"}
+        conversation.append(message("assistant", [{"text": f"Next {city}."}, call]))
+        if n != 14:
+            answer = {"result": str(n), "origin": {"id": f"c{n}"}, "error": False}
+            conversation.append(message("tool", [answer]))
+    conversation.append(message("assistant", [{"text": "All warm."}]))
+    output = {"researcher": {"messages": conversation, "last_message": conversation[-1]}}
+    root = S("pipeline.workflow", 0, 900, {
+        "traceloop.span.kind": "workflow", "traceloop.entity.name": "weather",
+        "traceloop.entity.input": json.dumps({"args": [],
+                                              "kwargs": {"researcher": {"messages": conversation[:1]}}}),
+        "traceloop.entity.output": json.dumps(output)},
+        [S("model.chat", 10 + 20 * n, 20 + 20 * n, {"llm.request.type": "chat"}, kind=SpanKind.CLIENT)
+         for n in range(15)])
+    got = chains(root)[0]
+    assert (got.question, got.answer) == (Q, "All warm.")
+    assert [(s.thought, s.action, s.arguments, s.observation) for s in got.steps] == [
+        (f"Next {city}.", "temp", {"city": city}, str(n) if n != 14 else NOT_CAPTURED)
+        for n, city in enumerate(CITIES + ["city-13", "city-14"], 1)]
+
+
+def test_a_span_with_a_whole_loops_model_attributes_gives_no_step_the_last_calls_words() -> None:
+    """One span holds the last model call's attributes (its input with every result so far, a tool
+    call left over from an earlier call, its final text) and encloses the tools: no step's thought
+    is that text, and the left-over request is no step."""
+    ask1 = said("First Paris.", ("c1", "temp", {"city": "Paris"}))
+    ask2 = said("Then Oslo.", ("c2", "temp", {"city": "Oslo"}))
+    merged = chat(1, [user(Q), ask1, results(("c1", "21")), ask2, results(("c2", "4"))],
+                  {"role": "assistant", "parts": [{"type": "text", "content": "Paris 21, Oslo 4."},
+                                                  {"type": "tool_call", "id": "c2", "name": "temp",
+                                                   "arguments": {"city": "Oslo"}}]})
+    merged = dataclasses.replace(merged, end=900, children=[
+        tool(100, "temp", "c1", {"city": "Paris"}, "21"), tool(200, "temp", "c2", {"city": "Oslo"}, "4")])
+    got = chains(agent([merged]))[0]
+    assert [(s.arguments, s.observation) for s in got.steps] == [({"city": "Paris"}, "21"),
+                                                                  ({"city": "Oslo"}, "4")]
+    assert all(s.thought != "Paris 21, Oslo 4." for s in got.steps)
+
+
+def test_events_a_model_call_sent_while_its_agent_span_was_current_are_that_calls() -> None:
+    """Log records naming the agent span, each within the time of one of its model calls (which
+    record nothing themselves): each call reads its own, none reads them all."""
+    from otel_prov.mapping.spans import LogRecord
+
+    root = agent([S("chat m", 10, 20, {"gen_ai.operation.name": "chat"}, kind=SpanKind.CLIENT),
+                  tool(30, "temp", "c1", {"city": "Paris"}, "21"),
+                  S("chat m", 40, 50, {"gen_ai.operation.name": "chat"}, kind=SpanKind.CLIENT)])
+    spans = [from_sdk(s) for s in make(root)]
+    top = next(s for s in spans if s.parent_id == 0)
+    t0 = min(s.start_ns for s in spans)
+
+    def log(at_ms: int, name: str, **body: Any) -> LogRecord:
+        return LogRecord(top.trace_id, top.span_id, t0 + at_ms * 1_000_000, name, body)
+
+    logs = [log(11, "gen_ai.user.message", content=Q),
+            log(19, "gen_ai.choice", index=0, finish_reason="tool_calls",
+                message={"content": "First Paris."},
+                tool_calls=[{"id": "c1", "function": {"name": "temp", "arguments": {"city": "Paris"}}}]),
+            log(41, "gen_ai.user.message", content=Q),
+            log(49, "gen_ai.choice", index=0, finish_reason="stop", message={"content": "Paris 21."})]
+    got = mapped(spans, "seed", logs)[0]
+    assert (got.question, got.answer) == (Q, "Paris 21.")
+    assert [(s.thought, s.observation) for s in got.steps] == [("First Paris.", "21")]

@@ -50,6 +50,20 @@ CASES = [
     # a tool's own parameter named like an envelope key is an argument, not an envelope
     (V.ARGUMENTS, '{"input": "Paris"}', '{"input": "Paris"}'),
     (V.ARGUMENTS, '{"query": "x", "top_k": 3}', '{"query": "x", "top_k": 3}'),
+    # an object written as its fields (a pydantic model's str()), or that does not split cleanly
+    (V.OBSERVATION, "status='success' result='Paris' error=None images=None", "Paris"),
+    (V.OBSERVATION, "name='x' value='it is a=b'", NC),
+    (V.OBSERVATION, "x=1 y=2", "x=1 y=2"),
+    # private attributes dumped, a named component's state, the same text twice
+    (V.QUERY, {"_role": "user", "_content": [{"text": "Hi"}], "_meta": {}}, "Hi"),
+    (V.ANSWER, {"researcher": {"messages": [{"role": "user", "content": "Q"},
+                                            {"role": "assistant", "content": "A"}],
+                               "last_message": {"role": "assistant", "content": "A"}}}, "A"),
+    (V.ANSWER, {"researcher": {"messages": [{"role": "assistant", "content": "A"}],
+                               "last_message": {"role": "assistant", "content": "B"}}}, NC),
+    # a word a marker is made of is a value inside arguments, and a key is never a marker bare
+    (V.ARGUMENTS, '{"visibility": "hidden"}', '{"visibility": "hidden"}'),
+    (V.ARGUMENTS, '{"REDACTED": "0"}', '{"REDACTED": "0"}'),
     # text that merely mentions brackets or code is text
     (V.ANSWER, "Use f(x) = 2x [see note]", "Use f(x) = 2x [see note]"),
     (V.THOUGHT, "I need the capital first", "I need the capital first"),

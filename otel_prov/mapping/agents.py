@@ -63,7 +63,7 @@ from ..model.profiles import STRICT, check_profile
 from ..model.terms import iri, uuid_from_trace_id
 from ..model.vocab import NT
 from . import values as V
-from .dialects import Agent, Evaluation, LLMCall, Request, Retrieval, ToolCall
+from .dialects import Agent, Evaluation, LLMCall, Request, Retrieval, ToolCall, TranscriptStep
 from .dialects.content import loads
 from .flows import is_ours
 from .nodes import (
@@ -154,7 +154,9 @@ def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: C
     """For each tool span: the model call that requested it, and the request when known.  By tool
     call id where both carry one; else the latest earlier call with an unclaimed request of that
     name (a hand-off: of any ``transfer_to_*`` name or naming the target); else the latest earlier
-    call.  ``claimed`` collects the requests matched."""
+    call that had ended by the time the tool did (a span that holds a whole loop's model attributes,
+    overwritten call after call, would give every step the last call's words).  ``claimed``
+    collects the requests matched."""
     by_id: dict[str, tuple[SpanView, Request]] = {}
     for llm in llms:
         for request in calls[llm.span_id].requests:
@@ -180,11 +182,17 @@ def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: C
                 break
             if match:
                 break
-        if match is None and earlier:
-            match = (earlier[-1], None)
+        ended = [llm for llm in earlier if _before(llm, tool)]
+        if match is None and ended:
+            match = (ended[-1], None)
         if match is not None:
             found[tool.span_id] = match
     return found
+
+
+def _before(llm: SpanLike, tool: SpanLike) -> bool:
+    """Whether the model call ``llm`` ended by the time ``tool`` did (could have requested it)."""
+    return not (llm.end_ns and tool.end_ns) or llm.end_ns <= tool.end_ns
 
 
 def _same_call(call: ToolCall, request: Request) -> bool:
@@ -218,7 +226,9 @@ def tool_step(tool: SpanView, call: ToolCall, matched: tuple[SpanView, Request |
         missing.append(THOUGHT)
     if arguments is None and not call.captured:
         missing.append(ARGUMENTS)
-    if result is None and not call.captured:
+    if result is None and not (call.captured and tool.error):
+        # A tool that ran returned something: a result its span does not hold was not captured
+        # (its arguments may be recorded whatever the content switch says). A failed call has none.
         missing.append(OBSERVATION)
     return Analysis(tool, action, thought, arguments, result, tuple(missing), llm=llm, call=found)
 
@@ -274,6 +284,9 @@ class Run:
     """Tool span id -> its Analysis number."""
     requested: list[tuple[int, Requested]] = field(default_factory=list)
     """The steps only the model's messages show, with their numbers."""
+    transcript: tuple[TranscriptStep, ...] = ()
+    """The steps only its own record of its conversation shows (no tool span or model call does),
+    numbered 1, 2, ..."""
     final_tools: list[SpanView] = field(default_factory=list)
     rag: bool = False
     """A run that retrieves and calls no tools: a DocRAG session."""
@@ -288,7 +301,7 @@ class Run:
 
     @property
     def steps(self) -> int:
-        return len(self.number) + len(self.requested)
+        return len(self.number) + len(self.requested) + len(self.transcript)
 
     def captured(self, calls: Calls) -> bool:
         return any(r.captured for r in self.reads) or any(calls[c.span_id].output_captured for c in self.llms)
@@ -532,6 +545,8 @@ class _TraceRuns:
                     run.requested.append((n, step))
                 else:
                     run.number[step.span_id] = n
+            if not steps and not run.rag:
+                run.transcript = next((r.transcript for r in run.reads if r.transcript), ())
 
     def _requested(self, run: Run, claimed: Claimed, executed: set[str], executed_names: set[str],
                    idle: list[ToolCall]) -> list[Requested]:
@@ -662,7 +677,12 @@ class _TraceRuns:
         if source is not None:
             extra.update(cost_attrs(source, self.calls[source.span_id].meta))
         conclusion = (answer, answer is None) if finished or answer is not None else None
-        question = writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra, answer=conclusion)
+        # A run whose top span returned before its steps finished (an async workflow's handler) ends
+        # with its last step: its Conclusion is never generated before what it derives from.
+        last = max((s.end_ns for s in (*run.tools, *run.llms)), default=0)
+        end_ns = last if run.top.end_ns and last > run.top.end_ns else None
+        question = writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra, end_ns=end_ns,
+                                  answer=conclusion)
         end = conclusion_iri(run.uuid) if conclusion is not None else question
         for span_id in [s for s, r in self.run_of.items() if r is run]:
             self.node_of[span_id] = end
@@ -688,6 +708,16 @@ class _TraceRuns:
         for number, requested in run.requested:
             writer.step(run.uuid, number, self._requested_step(run, requested), common)
             self.node_of.setdefault(requested.llm.span_id, analysis_iri(run.uuid, number))
+        # The transcript says nothing of when each step ran: each is at the run's end, when it was
+        # recorded (no duration of its own).
+        at = run.top._replace(start_ns=run.top.end_ns or run.top.start_ns)
+        for number, said in enumerate(run.transcript, 1):
+            request = said.request
+            missing = tuple(prop for prop, value in ((ARGUMENTS, request.arguments),
+                                                     (OBSERVATION, said.result)) if value is None)
+            step = Analysis(at, request.name, said.thought, request.arguments, said.result, missing,
+                            tool_span=False)
+            writer.step(run.uuid, number, step, common)
 
     def _result_from_input(self, run: Run, step: Analysis, tool: SpanView,
                            matched: tuple[SpanView, Request | None] | None) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ from .dialects import Role
 from .flows import Mapped, is_ours, map_span
 from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
 from .spans import Event, LogRecord, SpanRecord, SpanView
-from .tree import Kind, framework_role, log_order, skeleton, trace_view, view_kind, view_size, with_logs
+from .tree import Kind, Read, framework_role, log_order, skeleton, trace_view, view_kind, view_size, with_logs
 
 logger = logging.getLogger(__name__)
 
@@ -370,7 +370,8 @@ class TraceMapper:
         """The trace's views, each with the content its log records add (:func:`.tree.with_logs`)."""
         if not trace.logs:
             return list(trace.nodes.values())
-        return [with_logs(view, trace.logs[span_id]) if span_id in trace.logs else view
+        logs = rehomed(trace.nodes, trace.logs)
+        return [with_logs(view, logs[span_id]) if span_id in logs else view
                 for span_id, view in trace.nodes.items()]
 
     @staticmethod
@@ -440,3 +441,33 @@ class TraceMapper:
             update.problems.append(FORGOTTEN_WAITING)
         logger.debug("otel-prov mapper: memory bound reached, forgot trace %032x (%d spans, %d quads)",
                      trace_id, len(trace.nodes), len(trace.quads))
+
+
+def _is_model_call(view: SpanView) -> bool:
+    info = view.info
+    return isinstance(info, Read) and info.role is Role.LLM
+
+
+def rehomed(nodes: Mapping[int, SpanView],
+            logs: Mapping[int, tuple[Event, ...]]) -> dict[int, tuple[Event, ...]]:
+    """``logs`` (events by the span id their records name), with the events a model call sent while
+    another span was current moved to it: an instrumentation that emits a call's events after the
+    call's span is no longer current (OpenLLMetry's Anthropic events name the agent span above)
+    leaves several calls' messages and choices on one span, where read together they would be one
+    call that said everything.  An event moves to a model call below the span it names when its time
+    lies within that call alone; an event within none, or within several at once, stays where it was
+    sent."""
+    children: dict[int, list[SpanView]] = {}
+    for view in nodes.values():
+        if _is_model_call(view):
+            children.setdefault(view.parent_id, []).append(view)
+    if not children:
+        return dict(logs)
+    out: dict[int, list[Event]] = {}
+    for span_id, events in logs.items():
+        calls = [] if span_id in nodes and _is_model_call(nodes[span_id]) else children.get(span_id, [])
+        for event in events:
+            at = event[1].get(TIME_KEY)
+            within = [c for c in calls if isinstance(at, int) and c.start_ns <= at <= c.end_ns]
+            out.setdefault(within[0].span_id if len(within) == 1 else span_id, []).append(event)
+    return {span_id: log_order(events) for span_id, events in out.items()}

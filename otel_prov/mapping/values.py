@@ -71,6 +71,10 @@ _WRAPPED = re.compile(
 _WHOLE = re.compile(rf"\s*(?:(?:{_WORDS})|\*{{3,}}|#{{3,}}|x{{6,}}|X{{6,}})\s*", re.IGNORECASE)
 """A value that is nothing but a marker word (``REDACTED``), or a mask (``****`` -- the Collector's
 redaction processor --, ``###``)."""
+_MASK = re.compile(r"\s*(?:redacted|\*{3,}|#{3,}|x{6,}|X{6,})\s*", re.IGNORECASE)
+"""Inside a structure only ``redacted`` and masks stand alone as markers: an argument that is
+``"hidden"`` or ``"removed"`` is a value (``{"visibility": "hidden"}``), and a key is a marker only in
+a marker's brackets."""
 
 
 def is_marker(text: str) -> bool:
@@ -82,12 +86,12 @@ def _has_marker(value: Any, depth: int = 0) -> bool:
     if depth > MAX_DEPTH:
         return False
     if isinstance(value, str):
-        if is_marker(value):
+        if _WRAPPED.search(value) is not None or (_WHOLE if depth == 0 else _MASK).fullmatch(value):
             return True
         parsed = parse(value)  # a marker inside JSON text, or a repr
         return parsed is not NOT_PARSED and not isinstance(parsed, str) and _has_marker(parsed, depth + 1)
     if isinstance(value, Mapping):
-        return any(_has_marker(v, depth + 1) or (isinstance(k, str) and is_marker(k))
+        return any(_has_marker(v, depth + 1) or (isinstance(k, str) and _WRAPPED.search(k) is not None)
                    for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return any(_has_marker(v, depth + 1) for v in value)
@@ -175,6 +179,28 @@ def parse_repr(text: str) -> Any:
 NOT_PARSED: Any = object()
 """What :func:`parse` and :func:`parse_repr` give for text that is neither JSON nor a repr."""
 
+_FIELD_HEAD = re.compile(r"[A-Za-z_]\w{0,63}=(?!=)")
+_FIELD_SPLIT = re.compile(r" (?=[A-Za-z_]\w{0,63}=(?!=))")
+
+
+def parse_fields(text: str) -> Any:
+    """An object written as its fields (``str()`` of a pydantic model: ``status='success'
+    result='Paris' error=None``) as an :class:`Obj` without a name; :data:`NOT_PARSED` unless every
+    field's value is a literal, there are two or more, and one is a quoted string, None, True or
+    False (so ``x=1 y=2`` stays text)."""
+    if len(text) > MAX_PARSED or not _FIELD_HEAD.match(text):
+        return NOT_PARSED
+    fields: dict[str, Any] = {}
+    telling = False
+    for part in _FIELD_SPLIT.split(text):
+        key, _, value = part.partition("=")
+        parsed = parse_repr(value) if value else NOT_PARSED
+        if parsed is NOT_PARSED or key in fields or not key.isidentifier():
+            return NOT_PARSED
+        fields[key] = parsed
+        telling = telling or parsed is None or isinstance(parsed, bool) or value[:1] in "'\""
+    return Obj("", (), fields) if len(fields) >= 2 and telling else NOT_PARSED
+
 
 def parse(text: str) -> Any:
     """``text`` as data when it is JSON (an object, array or string) or a Python repr of data;
@@ -194,7 +220,7 @@ def parse(text: str) -> Any:
     if head == "'" or (_REPR_HEAD.match(stripped) and stripped.endswith(")")) or (
             stripped[:2] in ("b'", 'b"') and stripped[-1:] == stripped[1]):  # a bytes literal
         return parse_repr(stripped)
-    return NOT_PARSED
+    return parse_fields(stripped)
 
 
 def looks_structured(text: str) -> bool:
@@ -207,9 +233,15 @@ _CODE = re.compile(r"\s*(?:[A-Z][\w.]*\((?:\)|[A-Za-z_]\w*=|'|\"|\[|\{|<)|[A-Za-
 _ADDRESS = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
 
 
+_FIELDS_LIKE = re.compile(
+    r"[A-Za-z_]\w{0,63}=(?:'|\"|None\b|True\b|False\b|\[|\{)[^\n]{0,4096}? [A-Za-z_]\w{0,63}=")
+"""The head of an object written as its fields (``status='success' result=...``)."""
+
+
 def looks_like_repr(text: str) -> bool:
     """Whether text is an object's repr (cut short, or too odd to parse), not anyone's words."""
-    return _CODE.match(text) is not None or _ADDRESS.search(text) is not None
+    return (_CODE.match(text) is not None or _ADDRESS.search(text) is not None
+            or _FIELDS_LIKE.match(text) is not None)
 
 
 # -- unwrapping ------------------------------------------------------------------------------------
@@ -261,10 +293,18 @@ def _empty(value: Any) -> bool:
 
 def _fields(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, Mapping):
-        return value
+        return _public(value)
     if isinstance(value, Obj):
-        return value.fields
+        return _public(value.fields)
     return None
+
+
+def _public(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's private attributes dumped as they are (Haystack's ``{"_role": ..., "_content":
+    ...}``) under the names they stand for: every key ``_name``, none ``__name``."""
+    if fields and all(isinstance(k, str) and k[:1] == "_" and k[1:2] not in ("_", "") for k in fields):
+        return {k[1:]: v for k, v in fields.items()}
+    return fields
 
 
 def _role(fields: Mapping[str, Any]) -> str | None:
@@ -345,6 +385,11 @@ def _as_text(value: Any, role: str | None, depth: int) -> str:
     if isinstance(value, Obj) and not fields and len(value.args) == 1:
         return _as_text(value.args[0], role, depth + 1)
     keys = _OUTPUT_KEYS if role != USER else _USER_KEYS
+    if len(fields) == 1 and not isinstance(value, Obj):
+        (name, inner), = fields.items()
+        if isinstance(name, str) and name.lower() not in keys and isinstance(inner, Mapping):
+            # a named component's state (a pipeline's ``{"researcher": {"messages": [...]}}``)
+            return _as_text(inner, role, depth + 1)
     content = [k for k in fields if isinstance(k, str) and k.lower() in keys and not _empty(fields[k])]
     others = [k for k in fields if k not in content and not _empty(fields[k])]
     if len(content) > 1:
@@ -359,8 +404,12 @@ def _as_text(value: Any, role: str | None, depth: int) -> str:
         if len(texts) != 1:
             raise _Fail
         return texts.pop()
-    if len(content) == 1 and all(_bookkeeping(k, fields[k]) for k in others):
-        return _as_text(fields[content[0]], role, depth + 1)
+    if len(content) == 1:
+        text = _as_text(fields[content[0]], role, depth + 1)
+        for key in others:  # beside the content, bookkeeping or the same text again (``last_message``)
+            if not _bookkeeping(key, fields[key]) and _as_text(fields[key], role, depth + 1) != text:
+                raise _Fail
+        return text
     raise _Fail
 
 

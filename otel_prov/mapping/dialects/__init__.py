@@ -57,6 +57,9 @@ class Agent:
     another agent is one of its turns)."""
     captured: bool = True
     """The span records content (messages, input, output); False: capture was off."""
+    transcript: tuple[TranscriptStep, ...] = ()
+    """The tool calls the span's own record of the run's conversation shows (its output holding the
+    messages): the run's steps when no tool span or model call shows them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,15 @@ class Request:
     name: str
     arguments: str | None
     """JSON text, as the model wrote it (None: not recorded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptStep:
+    """A tool call a transcript shows: what the model said with it, the call, its result."""
+
+    thought: str | None
+    request: Request
+    result: str | None
 
 
 @dataclass(frozen=True, slots=True)

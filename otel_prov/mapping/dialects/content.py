@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import values as V
 from ..flows import attr_text
-from . import Request
+from . import Request, TranscriptStep
 
 # -- JSON ---------------------------------------------------------------------------------------------
 
@@ -187,12 +187,15 @@ def repr_item(text: str) -> Mapping[str, Any] | None:
 
 
 def _plain_data(value: Any, depth: int = 0) -> Any:
-    """A parsed repr as plain data: an object as the mapping of its fields."""
+    """A parsed repr as plain data: an object as the mapping of its fields; private attribute names
+    dumped as they are (``{"_role": ..., "_content": ...}``) as the names they stand for."""
     if depth > 16:
         return None
     if isinstance(value, V.Obj):
-        return {k: _plain_data(v, depth + 1) for k, v in value.fields.items()}
+        value = value.fields
     if isinstance(value, Mapping):
+        if value and all(isinstance(k, str) and k[:1] == "_" and k[1:2] not in ("_", "") for k in value):
+            return {k[1:]: _plain_data(v, depth + 1) for k, v in value.items()}
         return {k: _plain_data(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain_data(v, depth + 1) for v in value]
@@ -325,6 +328,8 @@ def to_message(obj: Any) -> Message | None:
                            function.get("arguments", function.get("args")))
         if request is not None:
             msg.calls.append(request)
+    if msg.role == USER and msg.responses and not msg.texts:
+        msg.role = TOOL  # tool results sent in the user's turn (Anthropic's, Bedrock's): the tools'
     return msg
 
 
@@ -359,7 +364,10 @@ def event_messages(events: Sequence[tuple[str, Mapping[str, Any]]], output: bool
                 parsed = loads(inner)
                 inner = parsed if parsed is not None else inner
             if isinstance(inner, Mapping):
-                fields = {**inner}
+                # the call's tool calls and finish reason beside its message (OpenLLMetry's)
+                fields = {**{k: fields[k] for k in ("tool_calls", "finish_reason") if k in fields}, **inner}
+                if isinstance(fields.get("content"), Mapping) and not fields["content"]:
+                    del fields["content"]  # {} for no text
             elif isinstance(inner, (list, tuple)):
                 fields = {"content": list(inner)}
             elif isinstance(inner, str):
@@ -378,6 +386,8 @@ def event_messages(events: Sequence[tuple[str, Mapping[str, Any]]], output: bool
         if message is not None:
             if not any(k in attrs for k in ("content", "message", "tool_calls", "parts")):
                 message.elided = True  # the event without its content (capture off)
+            elif not (message.texts or message.reasoning or message.calls or message.responses):
+                continue  # content that is no message (OpenLLMetry's tool definitions as a user event)
             found.append(message)
     return found if seen else None
 
@@ -828,3 +838,58 @@ def flat_documents(attributes: Mapping[str, Any], prefix: str) -> list[dict[str,
             if match:
                 grouped.setdefault(int(match.group(1)), {})[match.group(2).removeprefix("document.")] = value
     return [grouped[i] for i in sorted(grouped)] if grouped else None
+
+
+# -- a run's transcript: the steps an agent span's own record of its conversation shows ---------------
+
+MAX_TRANSCRIPT_NODES = 2_000
+"""Values visited at most when looking for a transcript in one attribute."""
+
+
+def transcript(value: Any) -> list[TranscriptStep] | None:
+    """The tool calls a run's own record of its conversation shows (an agent span's output holding
+    its messages: Haystack's ``{"researcher": {"messages": [...]}}``, CrewAI's ``[TaskOutput(...,
+    messages=[...])]``), each with the text the model said with it and the result the conversation
+    gave it (by tool call id, else by order); None when the value holds no conversation with a tool
+    call.  The first list of messages found (breadth first, bounded) that has an assistant's tool call
+    is the transcript."""
+    data = V.parse(value) if isinstance(value, str) else value
+    if data is V.NOT_PARSED or isinstance(data, str):
+        return None
+    queue: list[Any] = [_plain_data(data)]
+    seen = 0
+    while queue and seen < MAX_TRANSCRIPT_NODES:
+        item = queue.pop(0)
+        seen += 1
+        if isinstance(item, Mapping):
+            queue.extend(item.values())
+            continue
+        if not isinstance(item, list) or not item:
+            continue
+        if all(isinstance(m, Mapping) for m in item):
+            messages = [to_message(m) for m in item]
+            if all(m is not None for m in messages) and any(m.calls for m in messages if m is not None):
+                return _steps([m for m in messages if m is not None])
+        queue.extend(item)
+    return None
+
+
+def _steps(messages: Sequence[Message]) -> list[TranscriptStep]:
+    steps: list[TranscriptStep] = []
+    for i, message in enumerate(messages):
+        if message.role not in (ASSISTANT, "") or not message.calls:
+            continue
+        answers: list[tuple[str | None, str]] = []
+        for later in messages[i + 1:]:
+            if later.role in (ASSISTANT, "") and (later.calls or later.texts):
+                break
+            answers += later.responses
+        by_id = {rid: text for rid, text in answers if rid}
+        untagged = [text for rid, text in answers if not rid]
+        thought = "\n".join(t for t in message.texts if t.strip()) or None
+        for n, request in enumerate(message.calls):
+            result = by_id.get(request.id) if request.id else None
+            if result is None and len(untagged) == len(message.calls):
+                result = untagged[n]
+            steps.append(TranscriptStep(thought, request, result))
+    return steps

@@ -37,7 +37,7 @@ from typing import Any
 from .. import values as V
 from ..flows import attr_text
 from ..spans import SpanLike
-from . import Agent, LLMCall, Meta, Retrieval, Role, ToolCall
+from . import Agent, LLMCall, Meta, Retrieval, Role, ToolCall, TranscriptStep
 from . import content as C
 
 OPERATION_NAME = "gen_ai.operation.name"
@@ -323,6 +323,19 @@ def other_role(span: SpanLike, op: str | None) -> Role:
     return Role.OTHER
 
 
+def transcript_of(span: SpanLike) -> tuple[TranscriptStep, ...]:
+    """The steps an agent span's own record of its conversation shows: the first of its output
+    values (``output.value``, ``traceloop.entity.output``, any key ending ``output`` or ``outputs``:
+    CrewAI's ``crewai.crew.tasks_output``) that holds a conversation with a tool call."""
+    attrs = span.attributes
+    for key, value in attrs.items():
+        if isinstance(value, str) and key.endswith(("output", "outputs")) and "messages" in value:
+            found = C.transcript(value)
+            if found:
+                return tuple(found)
+    return ()
+
+
 def suffix_attr(span: SpanLike, suffixes: tuple[str, ...], any_span: bool = False) -> Any:
     """The value of the first key of a span in no convention (``any_span``: of any span) that ends
     with one of ``suffixes`` (``haystack.agent.step.tool.input``, ``gcp.vertex.agent.tool_call_args``),
@@ -465,7 +478,11 @@ class GenAIDialect:
             return self.clean(messages)
         from_events = C.event_messages(events_of(span), output)
         if from_events is None:
-            from_events = C.recorded_events(attrs.get(EVENTS_ATTR), output)
+            recorded = attrs.get(EVENTS_ATTR)
+            marked = marker_message(recorded, role) if recorded is not None else None
+            if marked is not None:
+                return marked  # the events' attribute redacted whole (Logfire's scrubbing)
+            from_events = C.recorded_events(recorded, output)
         if from_events is not None:
             return self.clean(from_events if output else C.tail(from_events))
         for flat_prefix in (oi_prefix, prefix):
@@ -518,7 +535,8 @@ class GenAIDialect:
                                         suffix_attr(span, OUTPUT_SUFFIXES)))
         captured = C.recorded(inputs) or C.recorded(outputs) or any(
             k in attrs for k in (INPUT_VALUE, OUTPUT_VALUE, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT))
-        return Agent(self.agent_name(span), question, answer, self.named(span), captured)
+        return Agent(self.agent_name(span), question, answer, self.named(span), captured,
+                     transcript_of(span))
 
     def named(self, span: SpanLike) -> bool:
         """Whether the span names an agent of its own: an attribute does, or the GenAI span name
@@ -678,6 +696,9 @@ def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message]
         # Tool results without their call's id answer the calls the assistant message before them
         # made, in order.
         results = [(rid or req.id, text) for (rid, text), req in zip(results, prior_requests, strict=True)]
+    answered = {rid for rid, _ in results if rid}
+    if answered:  # a call given a tool's result did not request that tool (stale attributes)
+        requests = [r for r in requests if not r.id or r.id not in answered]
     protocol = C.text_protocol("\n".join(texts)) if texts else None
     if protocol is not None:  # the model answered in a text protocol: its parts, not its wording
         texts = [protocol.answer] if protocol.answer is not None and protocol.request is None else []

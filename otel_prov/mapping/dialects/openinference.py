@@ -49,6 +49,7 @@ from .genai import (
     meta_of,
     name_of,
     string_attr,
+    transcript_of,
     with_results,
 )
 
@@ -94,7 +95,7 @@ class OpenInferenceDialect(GenAIDialect):
         answer = first_plain(V.ANSWER, (attrs.get(OUTPUT_VALUE),
                                         C.last_text(outputs, C.ASSISTANT) if outputs else None))
         captured = C.recorded(inputs) or C.recorded(outputs) or INPUT_VALUE in attrs or OUTPUT_VALUE in attrs
-        return Agent(name, question, answer, named, captured)
+        return Agent(name, question, answer, named, captured, transcript_of(span))
 
     def argument_candidates(self, span: SpanLike) -> list[Any]:
         # gen_ai.tool.call.arguments, which OpenInference's GenAI conversion fills with the tool's

@@ -78,7 +78,7 @@ class TraceloopDialect(GenAIDialect):
         if answer is None or not V.check(V.ANSWER, answer).plain:
             answer = io_text(_unquoted(span.attributes.get(ENTITY_OUTPUT)), C.ASSISTANT) or answer
         named = found.named or self._kind(span) in (KIND_WORKFLOW, KIND_AGENT)
-        return Agent(found.name, question, answer, named, found.captured)
+        return Agent(found.name, question, answer, named, found.captured, found.transcript)
 
 
 def _input_text(value: Any) -> str | None:
