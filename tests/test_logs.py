@@ -35,7 +35,7 @@ from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, parse_store
 from tests.interop.chain import chain_of, expected, mapped
 from tests.interop.runner import REPO, Captured
-from tests.procs import clean_env, start_serve
+from tests.procs import clean_env, start_collector, start_jaeger, start_serve, wait_until
 
 NAMES = ("semantic_kernel_agent", "util_genai_agent_events")
 """Real runs whose content came as log records (Semantic Kernel's event logs; util-genai's
@@ -272,6 +272,44 @@ def test_serve_takes_logs_over_grpc_and_http(tmp_path: Path, interop: Captured, 
     want = sorted((c for n in NAMES for c in mapped(interop.spans(n), "seed", interop.logs(n))), key=repr)
     assert got == want
     assert got == sorted((c for n in NAMES for c in expected(n)), key=repr)
+
+
+def test_the_collector_configs_logs_pipeline_brings_the_events_to_serve(tmp_path: Path,
+                                                                        interop: Captured) -> None:
+    """collector-config/otelcol.yaml run by the real Collector: a run whose content came only as log
+    records (OpenLLMetry's Anthropic events, each naming the agent span while its model call ran),
+    its logs sent before its spans, reaches serve through the Collector's logs pipeline and maps to
+    the whole chain."""
+    name = "anthropic_agent_events"
+    jaeger = start_jaeger(tmp_path)
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
+    collector = start_collector(tmp_path, jaeger_otlp=jaeger.otlp_grpc, prov_otlp=serve.grpc_port)
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{collector.otlp_grpc}")
+        logs_request = interop.logs_request(name)
+        assert logs_request is not None
+        logs_service_pb2_grpc.LogsServiceStub(channel).Export(logs_request, timeout=30)
+        trace_service_pb2_grpc.TraceServiceStub(channel).Export(interop.request(name), timeout=30)
+        channel.close()
+
+        def arrived() -> bool:
+            health = requests.get(f"http://127.0.0.1:{serve.http_port}/health", timeout=5).json()
+            return bool(health["log_records_acknowledged"] >= len(interop.logs(name))
+                        and health["spans_acknowledged"] >= len(interop.spans(name)))
+
+        wait_until(arrived, 60, "serve to acknowledge the run's spans and log records", interval=0.2,
+                   proc=serve)
+    finally:
+        assert collector.terminate() == 0, collector.tail()
+        assert serve.terminate() == 0, serve.tail()
+        jaeger.terminate()
+    reader = TraceReader(open_for_reading(parse_store(f"oxigraph:{tmp_path / 'store'}")))
+    try:
+        got = [chain_of(reader.trace(row.id)[0]) for row in reader.sessions()]
+    finally:
+        reader.store.close()
+    assert got == expected(name)
+    assert got[0].steps and all(step.observation for step in got[0].steps)
 
 
 def test_serve_logs_refused_like_traces(tmp_path: Path) -> None:

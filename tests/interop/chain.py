@@ -223,6 +223,18 @@ def expected(name: str) -> list[Chain]:
         # The content in log records rather than on the spans: the same chains.
         "openai_v2_chat_events": known["openai_v2_chat"],
         "util_genai_agent_events": known["util_genai_agent"],
+        # (OpenLLMetry's Anthropic events name the agent span, each within the time of its model call.)
+        "anthropic_agent_events": known["anthropic_agent"],
+        "logfire_agents_chat": known["logfire_agents"],
+        # AG2's switch is for its model calls alone: its agent and tool spans keep their content.
+        "ag2_agent_no_content": [react(Variant(thoughts=(nc, nc)))],
+        # OpenLLMetry's CrewAI spans record the crew's task and output whatever the switch says; with the
+        # model's messages gone, the steps are those of the crew's own transcript (its tasks' output
+        # repr), where CrewAI keeps no text beside a tool call.
+        "crewai_openllmetry_no_content": [react(Variant(thoughts=(None, None)))],
+        # OpenLLMetry's LlamaIndex tool spans keep their arguments (tool.arguments) with content off.
+        "llamaindex_openllmetry_no_content": [react(Variant(question=nc, agent=None, thoughts=(nc, nc),
+                                                            observations=False, answer=nc))],
     })
     return known[name]
 
@@ -248,6 +260,13 @@ FRAMEWORKS: dict[str, Variant | None] = {
     "autogen_agent": Variant(question=NOT_CAPTURED, thoughts=(NOT_CAPTURED, NOT_CAPTURED), arguments=False,
                              observations=False, answer=NOT_CAPTURED),
     "llamaindex_rag": None,
+    # AG2 records the model's tool calls without the text that came with them.
+    "ag2_agent": Variant(thoughts=(None, None)),
+    "logfire_agents": Variant(),
+    "anthropic_agent": Variant(),
+    "crewai_openllmetry": Variant(),
+    # No span names the agent (only a class name: BaseWorkflowAgent).
+    "llamaindex_openllmetry": Variant(agent=None),
 }
 
 
@@ -258,9 +277,10 @@ def _hidden(base: str, on: Variant | None, mark: str) -> Chain:
         return docrag(mark, chunks=tuple(sorted(story.RETRIEVED)), question=mark)
     if base == "autogen_agent":
         return react(on)
-    if base == "openlit_agent":
-        # OpenLIT's MCP tool spans name no tool: the steps are only in the model's messages, which
-        # are gone (off) or a marker (redacted).
+    if base in ("openlit_agent", "anthropic_agent", "crewai_openllmetry"):
+        # OpenLIT's MCP tool spans name no tool, the Anthropic loop's and OpenLLMetry's CrewAI tools are
+        # not traced: the steps are only in the model's messages, which are gone (off) or a marker
+        # (redacted).
         return Chain("Agent", mark, story.AGENT, (), mark)
     question = mark
     if base == "crewai_agent" and mark == REDACTED:

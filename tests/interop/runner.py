@@ -128,6 +128,17 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     *_modes("crewai_agent", "OpenInference CrewAI", "crewai"),
     *_modes("autogen_agent", "AutoGen (native)", "autogen"),
     *_modes("beeai_agent", "OpenInference BeeAI", "beeai"),
+    *_modes("ag2_agent", "AG2 (native)", "ag2"),
+    *_modes("logfire_agents", "Logfire openai-agents", "logfire"),
+    Scenario("logfire_agents_chat", "logfire_agents", ("--content", "on", "--api", "chat_completions"),
+             family="Logfire openai-agents", venv="logfire"),
+    # A hand-written Anthropic SDK loop under a user's own 'invoke_agent researcher' span.
+    *_modes("anthropic_agent", "OpenLLMetry Anthropic", "anthropic", "anthropic_loop"),
+    # Content as log records (GenAI events) instead of span attributes.
+    Scenario("anthropic_agent_events", "anthropic_loop", ("--content", "on", "--events"),
+             family="OpenLLMetry Anthropic", venv="anthropic"),
+    *_modes("crewai_openllmetry", "OpenLLMetry CrewAI", "crewai"),
+    *_modes("llamaindex_openllmetry", "OpenLLMetry LlamaIndex", "llamaindex"),
     Scenario("strands_agent_latest", "strands_agent", ("--content", "on", "--semconv", "latest"),
              family="Strands Agents (native)", venv="strands"),
     Scenario("pydantic_ai_agent_v6", "pydantic_ai_agent", ("--content", "on", "--version", "6"),

@@ -1,10 +1,12 @@
-"""A user's own redaction step, for the native instrumentations that have no redaction option of
-their own (Pydantic AI, Semantic Kernel) or no switch to leave content out (Strands Agents): an
-exporter in front of capture's in-memory exporter that replaces the value of every content-bearing
-span attribute and span-event attribute with "[REDACTED]" (or, with ``drop=True``, leaves them out),
-and a log-record processor that does the same to the body of every content-bearing log record, as a
-redaction processor in a user's pipeline would.  The spans keep their names, ids, timing, events and
-every other attribute.
+"""A user's own redaction step, for the instrumentations that have no redaction option of their own
+(Pydantic AI, Semantic Kernel, AG2, OpenLLMetry: tests/interop/scenarios/openllmetry_content.py) or no
+switch to leave content out (Strands Agents, OpenInference, Logfire's Agents SDK spans): an exporter
+in front of capture's in-memory exporter that replaces the value of every content-bearing span
+attribute and span-event attribute with "[REDACTED]" (or, with ``drop=True``, leaves them out), and a
+log-record processor that does the same to the body of every content-bearing log record (or, with
+``fields``, to those fields of a record whose body is a map: a GenAI event's ``content``, ``message``,
+...), as a redaction processor in a user's pipeline would.  The spans keep their names, ids, timing,
+events and every other attribute.
 
     provider, memory = redacting_tracer_provider(is_content)   # instead of capture.tracer_provider()
     logs = redacting_logger_provider(is_content_record)        # instead of capture.logger_provider()
@@ -12,7 +14,7 @@ every other attribute.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -72,14 +74,22 @@ def redacting_tracer_provider(is_content: Callable[[str], bool], drop: bool = Fa
 
 class RedactingLogProcessor:
     """A LogRecordProcessor that replaces the body of every content-bearing log record with
-    "[REDACTED]" before the processors after it (the export) see it."""
+    "[REDACTED]" (``fields``: a map body keeps its other fields) before the processors after it (the
+    export) see it."""
 
-    def __init__(self, is_content_record: Callable[[Any], bool]) -> None:
+    def __init__(self, is_content_record: Callable[[Any], bool],
+                 fields: Collection[str] | None = None) -> None:
         self.is_content_record = is_content_record
+        self.fields = fields
 
     def on_emit(self, log_record: Any) -> None:  # a ReadWriteLogRecord
-        if self.is_content_record(log_record.log_record):
-            log_record.log_record.body = REDACTED
+        record = log_record.log_record
+        if not self.is_content_record(record):
+            return
+        if self.fields is not None and isinstance(record.body, dict):
+            record.body = {k: (REDACTED if k in self.fields else v) for k, v in record.body.items()}
+        else:
+            record.body = REDACTED
 
     def shutdown(self) -> None:
         pass
@@ -88,7 +98,8 @@ class RedactingLogProcessor:
         return True
 
 
-def redacting_logger_provider(is_content_record: Callable[[Any], bool]) -> tuple[Any, Any]:
+def redacting_logger_provider(is_content_record: Callable[[Any], bool],
+                              fields: Collection[str] | None = None) -> tuple[Any, Any]:
     """Like :func:`tests.interop.capture.logger_provider`, with :class:`RedactingLogProcessor` first."""
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -96,6 +107,6 @@ def redacting_logger_provider(is_content_record: Callable[[Any], bool]) -> tuple
 
     memory = InMemoryLogRecordExporter()
     provider = LoggerProvider(resource=Resource.create({"service.name": "otel-prov-interop"}))
-    provider.add_log_record_processor(RedactingLogProcessor(is_content_record))  # type: ignore[arg-type]
+    provider.add_log_record_processor(RedactingLogProcessor(is_content_record, fields))  # type: ignore[arg-type]
     provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
     return provider, memory
