@@ -281,10 +281,6 @@ OPTIONS: tuple[Option[Any], ...] = (
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
 
-ENV_STORE = STORE.env
-ENV_PROFILE = PROFILE.env
-ENV_COLLECTION = COLLECTION.env
-ENV_JAEGER_URL = JAEGER_URL.env
 
 
 def remote_settings() -> Remote:

@@ -304,3 +304,18 @@ def test_the_background_folder_folds_what_was_left_and_exits_while_other_writers
         appender.join(10)
         live.close()
         first.close()
+
+
+def test_a_writer_opening_the_store_removes_the_segments_a_dead_writer_never_named(tmp_path: Path) -> None:
+    """A ``.tmp`` segment no one holds and older than a minute is a writer that died before naming it:
+    gone when the next writer opens the store; a young one (a writer starting now) stays."""
+    store = tmp_path / "store"
+    LoggedStore(store).close()
+    directory = segments.segments_dir(store)
+    stale, young = directory / f"dead-1-0{segments.TMP_SUFFIX}", directory / f"new-2-0{segments.TMP_SUFFIX}"
+    stale.write_bytes(b"half a segment")
+    young.write_bytes(b"being written")
+    an_hour_ago = time.time() - 3600
+    os.utime(stale, (an_hour_ago, an_hour_ago))
+    LoggedStore(store).close()
+    assert not stale.exists() and young.exists()

@@ -59,7 +59,7 @@ from ..model.iris import (
     software_agent_iri,
     synthesis_iri,
 )
-from ..model.profiles import STRICT, check_profile
+from ..model.profiles import STRICT
 from ..model.terms import iri, uuid_from_trace_id
 from ..model.vocab import NT
 from . import values as V
@@ -78,9 +78,9 @@ from .nodes import (
     cost_attrs,
 )
 from .spans import SpanLike, SpanView
-from .tree import Place, Read, SpanTree, agent_of, llm_of, retrieval_of, tool_of, trace_view
+from .tree import Place, Read, SpanTree, agent_of, llm_of, retrieval_of, tool_of
 
-__all__ = ["NO_QUERY", "AgentsMapped", "Analysis", "map_agent_traces", "trace_mapped"]
+__all__ = ["NO_QUERY", "AgentsMapped", "Analysis", "trace_mapped"]
 
 FINAL_ANSWER_TOOLS = frozenset({"final_answer", "final_result", "finish", "submit_final_answer"})
 """Tools that end the run, not steps: their argument is the answer when it is one text
@@ -891,25 +891,3 @@ def trace_mapped(views: Sequence[SpanView], profile: str, result: AgentsMapped) 
             result.waiting += 1
         elif place == Place.OTHER and not is_ours(tree.nodes[span_id]):
             result.ignored += 1
-
-
-def map_agent_traces(spans: Sequence[SpanLike], profile: str) -> AgentsMapped:
-    """The quads of the framework runs in some spans (of one or more traces), chat conversations
-    included (:mod:`.conversations`: across the traces given).
-
-    ``otel_prov`` spans are read only for their place in the tree (they are mapped on their own);
-    framework spans are ``mapped`` (counted by ``map_span``) or ``waiting``; every other span is
-    ``ignored``."""
-    from .conversations import components, map_conversation
-
-    check_profile(profile)
-    result = AgentsMapped()
-    by_trace: dict[int, list[SpanView]] = {}
-    for span in spans:
-        view, _ = trace_view(span, result.problems)
-        by_trace.setdefault(span.trace_id, []).append(view)
-    for trace_id in sorted(by_trace):
-        trace_mapped(by_trace[trace_id], profile, result)
-    for component in components(result.free_calls):
-        map_conversation(component, profile, result)
-    return result

@@ -293,13 +293,13 @@ def _empty(value: Any) -> bool:
 
 def _fields(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, Mapping):
-        return _public(value)
+        return public_fields(value)
     if isinstance(value, Obj):
-        return _public(value.fields)
+        return public_fields(value.fields)
     return None
 
 
-def _public(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+def public_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
     """An object's private attributes dumped as they are (Haystack's ``{"_role": ..., "_content":
     ...}``) under the names they stand for: every key ``_name``, none ``__name``."""
     if fields and all(isinstance(k, str) and k[:1] == "_" and k[1:2] not in ("_", "") for k in fields):

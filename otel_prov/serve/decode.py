@@ -222,10 +222,3 @@ class Gunzip:
         if self._pending or not self._inflater.eof:
             raise BadRequest(HTTPStatus.BAD_REQUEST, "undecodable gzip body",
                              "bytes after the last gzip member" if self._pending else "truncated gzip stream")
-
-
-def gunzip(body: bytes, limit: int = MAX_MESSAGE_BYTES) -> bytes:
-    inflater = Gunzip(limit)
-    out = inflater.feed(body)
-    inflater.finish()
-    return out

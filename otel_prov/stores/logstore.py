@@ -275,6 +275,7 @@ class LoggedStore:
         prepare_directory(path)
         self.path = path
         try:
+            seg.remove_stale_tmp(seg.segments_dir(path))  # a writer that died before naming its segment
             self.log = seg.SegmentWriter(seg.segments_dir(path))
         except OSError as exc:
             raise StoreError(f"cannot write the store's log at {seg.segments_dir(path)}: "

@@ -37,7 +37,7 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -566,9 +566,3 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def iter_unfolded(directory: Path, folded: dict[str, int]) -> Iterator[tuple[str, int]]:
-    """``(name, offset)`` for each segment, from the checkpoint's offset (or its start)."""
-    for name in list_segments(directory):
-        yield name, folded.get(name, 0)

@@ -31,12 +31,13 @@ class Running:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting, finish the answers under way (a few seconds at most), close the socket."""
+    def stop(self) -> None:
+        """Stop accepting, finish the answers under way (the server's graceful timeout at most),
+        close the socket."""
         self.server.stop()
 
 
-def start(app: Any, host: str, port: int, *, timeout: float = 10.0) -> Running:
+def start(app: Any, host: str, port: int) -> Running:
     """Serve ``app`` on ``host:port`` (0: any free port) in a daemon thread; returns once it
     listens.  ``OSError`` when the address cannot be bound."""
     server = HttpServer(app, host, port, limits=LIMITS, name=f"otel-prov-ui-{port}")

@@ -194,9 +194,7 @@ def _plain_data(value: Any, depth: int = 0) -> Any:
     if isinstance(value, V.Obj):
         value = value.fields
     if isinstance(value, Mapping):
-        if value and all(isinstance(k, str) and k[:1] == "_" and k[1:2] not in ("_", "") for k in value):
-            return {k[1:]: _plain_data(v, depth + 1) for k, v in value.items()}
-        return {k: _plain_data(v, depth + 1) for k, v in value.items()}
+        return {k: _plain_data(v, depth + 1) for k, v in V.public_fields(value).items()}
     if isinstance(value, (list, tuple)):
         return [_plain_data(v, depth + 1) for v in value]
     return value
