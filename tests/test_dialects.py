@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_prov.mapping import tree
-from otel_prov.mapping.agents import map_agent_traces
 from otel_prov.mapping.dialects import DIALECTS, Role, dialect_of
 from otel_prov.mapping.dialects.content import arguments, messages_of, result_text
 from otel_prov.mapping.dialects.genai import GENAI, NOT_MESSAGES
@@ -21,6 +20,7 @@ from otel_prov.mapping.dialects.openinference import OPENINFERENCE
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import SpanRecord
 from tests.interop.runner import SCENARIOS, Captured
+from tests.mapping import map_agent_traces
 
 TRACE = 0x5CE0E9A71D8C4B0F9A1E2D3C4B5A6978
 

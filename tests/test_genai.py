@@ -25,34 +25,17 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind
 
 from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
-from otel_prov.mapping.agents import NO_QUERY, AgentsMapped, trace_mapped
-from otel_prov.mapping.conversations import components, map_conversation
+from otel_prov.mapping.agents import NO_QUERY
 from otel_prov.mapping.mapper import FORGOTTEN_WAITING, LATE_SPAN, TRACE_TOO_BIG, TraceMapper
-from otel_prov.mapping.spans import SpanLike, SpanRecord, from_sdk
+from otel_prov.mapping.spans import SpanRecord, from_sdk
 from otel_prov.mapping.tree import PARENT_LOOP, trace_view
 from otel_prov.model.terms import isoformat_ns
 from tests.graphs import assert_isomorphic
+from tests.mapping import map_agent_traces
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 NESTED = uuid.uuid5(uuid.NAMESPACE_URL, "https://w3id.org/otel-prov/ns#nested-agent")
 """docs/model.md: the namespace of the uuid5 of a session that does not own its trace id."""
-
-
-def map_agent_traces(spans: Sequence[SpanLike], profile: str) -> AgentsMapped:
-    """The quads of the framework runs in some spans (of one or more traces), chat conversations
-    across the traces given, as the mapper makes them (``TraceMapper`` keeps the trees as spans
-    arrive; this maps them whole, once)."""
-    result = AgentsMapped()
-    by_trace: dict[int, list[Any]] = {}
-    for span in spans:
-        view, _ = trace_view(span, result.problems)
-        by_trace.setdefault(span.trace_id, []).append(view)
-    for trace_id in sorted(by_trace):
-        trace_mapped(by_trace[trace_id], profile, result)
-    for component in components(result.free_calls):
-        map_conversation(component, profile, result)
-    return result
-
 
 
 def nested(trace_id: int, span_id: int, prefix: str = "urn:trustgraph:agent:") -> str:
