@@ -4,6 +4,7 @@ memory kept, next to our own helper spans.
 
     python benchmarks/bench_genai.py [--copies 200] [--repeats 5] [--batch-size 512]
                                      [--otel-prov DIR]   # measure another checkout's package (main)
+                                     [--against DIR]     # this checkout and DIR's, in turn: the ratio
 
 The spans: each scenario of ``--scenarios`` is run once (the real packages, offline), then each of
 its traces is copied ``--copies`` times under fresh trace ids (tool call ids renamed per copy, so that
@@ -13,6 +14,11 @@ first), in batches of ``--batch-size``.  One run maps them all with a fresh mapp
 (``TraceMapper.stats()``) and the tracemalloc peak of one extra run.  The helper spans are those of
 ``bench_export.py`` (agent sessions and RAG queries made with the helper API).
 
+``--against DIR`` compares this checkout's package with DIR's on the same framework spans: one worker
+process for each, each run in turn ``--repeats`` times (a machine whose speed drifts slows both
+alike), and prints each side's best and median, the ratio of the bests and the median of the ratios
+of the pairs.
+
 Needs the interop extra (``bash .ci/setup --test``).  Figures on a shared machine are indicative.
 """
 
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -89,6 +97,44 @@ def report(label: str, records: list[Any], batch: int, repeats: int) -> None:
           f"quads {stats['quads']}")
 
 
+def worker(args: argparse.Namespace) -> int:
+    """One side of ``--against``: maps the framework spans once per line read, printing the time."""
+    records = workload(args.scenarios, args.copies)
+    measure(records, args.batch_size)  # warm
+    for _ in sys.stdin:
+        print(measure(records, args.batch_size)[0] * 1e6 / len(records), flush=True)
+    return 0
+
+
+def against(args: argparse.Namespace) -> int:
+    sides = {"this": REPO, "against": args.against.resolve()}
+    command = [sys.executable, __file__, "--copies", str(args.copies), "--batch-size", str(args.batch_size),
+               "--scenarios", *args.scenarios, "--worker"]
+    workers = {name: subprocess.Popen([*command, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True) for name, root in sides.items()}
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    try:
+        for _ in range(args.repeats):
+            for name, process in workers.items():
+                assert process.stdin is not None and process.stdout is not None
+                process.stdin.write("run\n")
+                process.stdin.flush()
+                times[name].append(float(process.stdout.readline()))
+    finally:
+        for process in workers.values():
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait()
+    for name, root in sides.items():
+        ordered = sorted(times[name])
+        print(f"framework {name:8s} {root}: best {ordered[0]:6.1f} us/span, "
+              f"median {statistics.median(ordered):6.1f}")
+    pairs = [b / a for a, b in zip(times["against"], times["this"], strict=True)]
+    print(f"ratio this/against: of the bests {min(times['this']) / min(times['against']):.2f}, "
+          f"median of {len(pairs)} pairs {statistics.median(pairs):.2f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=200)
@@ -97,10 +143,16 @@ def main() -> int:
     parser.add_argument("--helper-spans", type=int, default=7500)
     parser.add_argument("--scenarios", nargs="*", default=list(DEFAULT_SCENARIOS))
     parser.add_argument("--otel-prov", type=Path, help="the checkout whose otel_prov package to measure")
+    parser.add_argument("--against", type=Path, help="compare with this checkout's package, in turn")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    if args.otel_prov:
-        sys.path.insert(0, str(args.otel_prov.resolve()))
+    if args.against:
+        return against(args)
+    if args.otel_prov or args.worker:
+        sys.path.insert(0, str((args.otel_prov or args.worker).resolve()))
+    if args.worker:
+        return worker(args)
     import otel_prov
 
     print(f"otel_prov from {Path(otel_prov.__file__).parent}; batches of {args.batch_size}, "

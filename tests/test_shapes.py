@@ -585,6 +585,41 @@ def test_a_span_with_a_whole_loops_model_attributes_gives_no_step_the_last_calls
     assert all(s.thought != "Paris 21, Oslo 4." for s in got.steps)
 
 
+def test_a_span_with_a_whole_loops_model_attributes_answers_and_says_the_last_steps_thought() -> None:
+    """The same span: its final text came after every tool (its input holds their results), so it is
+    the answer; the assistant message its input ends with is the last step's thought (by call id); the
+    first step's words are in no span that says they are its own: not captured."""
+    ask1 = said("First Paris.", ("c1", "temp", {"city": "Paris"}))
+    ask2 = said("Then Oslo.", ("c2", "temp", {"city": "Oslo"}))
+    merged = chat(1, [user(Q), ask1, results(("c1", "21")), ask2, results(("c2", "4"))],
+                  {"role": "assistant", "parts": [{"type": "text", "content": "Paris 21, Oslo 4."}]})
+    merged = dataclasses.replace(merged, end=900, children=[
+        tool(100, "temp", "c1", {"city": "Paris"}, "21"), tool(200, "temp", "c2", {"city": "Oslo"}, "4")])
+    got = chains(agent([merged]))[0]
+    assert got.answer == "Paris 21, Oslo 4."
+    assert [s.thought for s in got.steps] == [NOT_CAPTURED, "Then Oslo."]
+    # Given no tool's result, the same span's text is no answer: it may have come before the tools.
+    early = chat(1, [user(Q)], {"role": "assistant", "parts": [{"type": "text", "content": "Soon."}]})
+    early = dataclasses.replace(early, end=900, children=[tool(100, "temp", "c1", {"city": "Paris"}, "21")])
+    assert chains(agent([early]))[0].answer != "Soon."
+
+
+def test_spans_named_after_a_tool_classs_run_method_are_its_calls() -> None:
+    """A framework that traces its own methods, with no convention's keys: ``CalculatorTool.run()``
+    is a call of CalculatorTool (what it took and gave not captured); ``Tool.run()`` (the base class),
+    ``CalculatorTool.describe()`` and ``Toolbox.run()`` are no calls."""
+    def span(name: str, start: int, children: list[S] | None = None) -> S:
+        return S(name, start, start + 10, {"tags": ("x",)}, children or [])
+
+    root = span("Agent.run()", 0, [span("KnowledgeBaseTool.try_run()", 1), span("CalculatorTool.run()", 20),
+                                   span("Tool.run()", 40), span("CalculatorTool.describe()", 60),
+                                   span("Toolbox.run()", 80)])
+    root = dataclasses.replace(root, end=1000)
+    got = chains(root)[0]
+    assert [s.action for s in got.steps] == ["KnowledgeBaseTool", "CalculatorTool"]
+    assert all((s.arguments, s.observation) == (NOT_CAPTURED, NOT_CAPTURED) for s in got.steps)
+
+
 def test_events_a_model_call_sent_while_its_agent_span_was_current_are_that_calls() -> None:
     """Log records naming the agent span, each within the time of one of its model calls (which
     record nothing themselves): each call reads its own, none reads them all."""

@@ -362,12 +362,15 @@ class Run:
         return found
 
     def final_call(self, calls: Calls) -> SpanView | None:
-        """The model call that answered: the last, when it came after every tool and requested none."""
+        """The model call that answered: the last, when it came after every tool and requested none
+        (started after it; or ended after it, given tools' results: a span that holds a whole loop's
+        model attributes, overwritten call after call, ends with the last call's)."""
         if not self.llms:
             return None
         final = self.llms[-1]
         call = calls[final.span_id]
-        if call.requests or not all(_key(t) < _key(final) for t in self.tools):
+        if call.requests or not all(_key(t) < _key(final) or (call.results and 0 < t.end_ns <= final.end_ns)
+                                    for t in self.tools):
             return None
         return final
 
@@ -489,8 +492,12 @@ class _TraceRuns:
                     break
                 current = members[0].span_id
         runs = [r for r in runs if r.top.span_id not in merged]
+        self.spans_of: dict[Run, list[int]] = {}
+        """The agent spans of each run (its top, and those merged into it)."""
+        for agent_id, its_run in self.run_of.items():
+            self.spans_of.setdefault(its_run, []).append(agent_id)
         for run in runs:
-            for span_id in [s for s, r in self.run_of.items() if r is run]:
+            for span_id in self.spans_of[run]:
                 mine = owned[span_id]
                 run.tools += mine[Place.TOOL]
                 run.llms += mine[Place.LLM]
@@ -684,7 +691,7 @@ class _TraceRuns:
         question = writer.session(run.top, A.FLOW_AGENT, run.uuid, query, derived, extra, end_ns=end_ns,
                                   answer=conclusion)
         end = conclusion_iri(run.uuid) if conclusion is not None else question
-        for span_id in [s for s, r in self.run_of.items() if r is run]:
+        for span_id in self.spans_of[run]:
             self.node_of[span_id] = end
         if source is not None and conclusion is not None:
             self.node_of[source.span_id] = end
@@ -700,6 +707,8 @@ class _TraceRuns:
                              targets.get(tool.span_id))
             if step.observation is None:
                 self._result_from_input(run, step, tool, matched.get(tool.span_id))
+            if THOUGHT in step.missing:
+                self._thought_from_input(run, step, tool)
             number = run.number[tool.span_id]
             writer.step(run.uuid, number, step, common)
             self.node_of[tool.span_id] = analysis_iri(run.uuid, number)
@@ -735,6 +744,19 @@ class _TraceRuns:
                 step.observation = text
                 step.missing = tuple(m for m in step.missing if m != OBSERVATION)
                 return
+
+    def _thought_from_input(self, run: Run, step: Analysis, tool: SpanView) -> None:
+        """A step whose requesting call's span does not say what the model said: what a model call's
+        input repeats of the assistant message that requested it (by tool call id)."""
+        call_id = self.tool_calls[tool.span_id].call_id
+        if not call_id:
+            return
+        for llm in run.llms:
+            for rid, thought in self.calls[llm.span_id].said:
+                if rid == call_id:
+                    step.thought = thought
+                    step.missing = tuple(m for m in step.missing if m != THOUGHT)
+                    return
 
     def _requested_step(self, run: Run, requested: Requested) -> Analysis:
         """A step only the model's messages show: its observation from a later call's input, by id,

@@ -133,6 +133,10 @@ class LLMCall:
     prior_requests: tuple[Request, ...] = ()
     """The previous call's output as its input ends with it (the assistant message before the
     trailing tool results): where some instrumentations record a call's output."""
+    said: tuple[tuple[str, str | None], ...] = ()
+    """What the model said as it requested each tool call of the assistant messages its input ends
+    with (call id, thought): the previous call's words, which that call's own span may not hold (a
+    span overwritten call after call)."""
     meta: Meta = Meta()
 
     @property

@@ -435,7 +435,8 @@ def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
         return None
     if not tail:
         return [m for m in (to_message(item) for item in data) if m is not None]
-    return _wanted([_raw_role(item) for item in data], lambda i: to_message(data[i]))
+    items = [repr_message(item) if isinstance(item, str) else item for item in data]  # parsed once
+    return _wanted([_raw_role(item) for item in items], lambda i: to_message(items[i]))
 
 
 def _raw_role(item: Any) -> str:
@@ -614,6 +615,14 @@ def last_output(messages: Sequence[Message]) -> list[Message]:
             break
         found.insert(0, message)
     return found
+
+
+def said(messages: Sequence[Message]) -> tuple[tuple[str, str | None], ...]:
+    """For each tool call an assistant message of ``messages`` requested by id: what the model said
+    beside it (:func:`thought_of`; None: nothing).  Messages whose content was left out say nothing."""
+    return tuple((request.id, thought_of(message.reasoning, message.texts))
+                 for message in messages if message.role == ASSISTANT and not message.elided
+                 for request in message.calls if request.id)
 
 
 def output_of(messages: Sequence[Message]) -> tuple[list[str], list[str], list[Request]]:

@@ -159,9 +159,10 @@ def text_attr(span: SpanLike, *keys: str) -> str | None:
 
 def int_attr(span: SpanLike, keys: Iterable[str]) -> int | None:
     """The first of ``keys`` the span has as a whole number (or its decimal text)."""
+    attrs = span.attributes
     for key in keys:
-        value = span.attributes.get(key)
-        if isinstance(value, bool):
+        value = attrs.get(key)
+        if value is None or isinstance(value, bool):
             continue
         if isinstance(value, int):
             return value
@@ -253,6 +254,23 @@ BARE_KEYS = frozenset({"input", "inputs", "output", "outputs", "arguments", "arg
 """A framework's own keys for what a span took and gave, with no prefix (``input`` / ``output``)."""
 
 
+FLAT_PREFIXES = (OI_INPUT_PREFIX, OI_OUTPUT_PREFIX, OI_TOOLS_PREFIX, PROMPT_PREFIX, COMPLETION_PREFIX)
+"""Where the conventions flatten messages into keys (``llm.input_messages.0.message.role``)."""
+_last_flat: tuple[Mapping[str, Any], C.FlatGroups] = ({}, {})
+
+
+def flat_groups_of(span: SpanLike) -> C.FlatGroups:
+    """:func:`.content.flat_groups` of a span's attributes for every one of :data:`FLAT_PREFIXES`, in
+    one pass: the span read last keeps them (its readers ask for its input and its output)."""
+    global _last_flat
+    attrs, groups = _last_flat
+    if attrs is not span.attributes:
+        attrs = span.attributes
+        groups = C.flat_groups(attrs, FLAT_PREFIXES)
+        _last_flat = (attrs, groups)
+    return groups
+
+
 def unmarked(span: SpanLike) -> bool:
     """A span in no convention the generic reading knows (no GenAI, OpenInference, OpenLLMetry, HTTP,
     RPC, database or otel-prov key; a provider's name alone says nothing of what it is): a
@@ -277,6 +295,23 @@ def template_value(span: SpanLike) -> str | None:
         if key == fields[0]:
             return value if isinstance(value, str) and value else None
     return None
+
+
+_METHOD_CALL = re.compile(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)(?:\(\))?")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def tool_class(span: SpanLike) -> str | None:
+    """The class a span named after a run method of a tool class stands for (``CalculatorTool.run()``,
+    ``KnowledgeBaseTool.try_run()``: a framework that traces its own methods), else None: the last word
+    of the class's name is a tool word, and it is more than that word (``Tool.run()``: the base class)."""
+    found = _METHOD_CALL.fullmatch(span.name)
+    if found is None:
+        return None
+    cls, method = found.group(1), _WORDS.findall(found.group(2).lower())
+    words = [w.lower() for w in _CAMEL.findall(cls)]
+    runs = bool(method) and method[-1] in _RUN_WORDS
+    return cls if runs and len(words) >= 2 and words[-1] in _TOOL_WORDS else None
 
 
 def own_key(key: str, suffixes: tuple[str, ...]) -> bool:
@@ -304,6 +339,8 @@ def unmarked_role(span: SpanLike) -> Role:
         return Role.TOOL
     if last in _LLM_WORDS and recorded:
         return Role.LLM
+    if tool_class(span) is not None:
+        return Role.TOOL
     return Role.OTHER
 
 
@@ -485,9 +522,9 @@ class GenAIDialect:
             from_events = C.recorded_events(recorded, output)
         if from_events is not None:
             return self.clean(from_events if output else C.tail(from_events))
+        groups = groups if groups is not None else flat_groups_of(span)
         for flat_prefix in (oi_prefix, prefix):
-            source = groups if groups is not None and flat_prefix in groups else attrs
-            flat = C.flat_messages(source, flat_prefix, tail=not output)
+            flat = C.flat_messages(groups, flat_prefix, tail=not output)
             if flat is not None:
                 return self.clean(flat)
         for own in (suffix_attr(span, OUTPUT_SUFFIXES if output else INPUT_SUFFIXES, True),
@@ -561,7 +598,7 @@ class GenAIDialect:
             return span.name[len(OP_EXECUTE_TOOL):].strip() or span.name
         if _PLACEHOLDER.search(span.name):
             return template_value(span) or span.name
-        return name_of(span.name, _CALL_SUFFIXES) or span.name
+        return name_of(span.name, _CALL_SUFFIXES) or tool_class(span) or span.name
 
     def argument_candidates(self, span: SpanLike) -> list[Any]:
         """Where a tool's arguments may be, in order of preference."""
@@ -716,6 +753,7 @@ def llm_call_of(inputs: Sequence[C.Message] | None, outputs: Sequence[C.Message]
         output_captured=C.recorded(outputs) and not any(m.elided for m in outputs or () if m.role != C.TOOL),
         prior_text="\n".join(prior_texts) if prior_texts else None,
         prior_requests=tuple(prior_requests),
+        said=C.said(inputs) if inputs else (),
         meta=meta or Meta(),
     )
 

@@ -34,9 +34,6 @@ from .genai import (
     CONVERSATION_ID,
     INPUT_VALUE,
     OI_AGENT_NAME,
-    OI_DOCUMENTS_PREFIX,
-    OI_INPUT_PREFIX,
-    OI_OUTPUT_PREFIX,
     OI_SPAN_KIND,
     OI_TOOLS_PREFIX,
     OUTPUT_VALUE,
@@ -45,6 +42,7 @@ from .genai import (
     TOOL_DEFINITIONS,
     GenAIDialect,
     first_plain,
+    flat_groups_of,
     llm_call_of,
     meta_of,
     name_of,
@@ -59,8 +57,6 @@ GRAPH_NODE = "graph.node.id"
 TOOL_PARAMETERS = "tool.parameters"
 CREW_TASKS = "crew_tasks"
 """OpenInference's CrewAI instrumentation: the crew's tasks, on its kickoff span."""
-INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX, DOCUMENTS_PREFIX = (
-    OI_INPUT_PREFIX, OI_OUTPUT_PREFIX, OI_TOOLS_PREFIX, OI_DOCUMENTS_PREFIX)
 HANDOFF_PREFIX = "handoff to "
 RUN_SUFFIX = ".run"
 """smolagents names an agent's span ``{agent}.run``."""
@@ -116,7 +112,7 @@ class OpenInferenceDialect(GenAIDialect):
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
         attrs = span.attributes
-        groups = C.flat_groups(attrs, (INPUT_PREFIX, OUTPUT_PREFIX, TOOLS_PREFIX))
+        groups = flat_groups_of(span)
         inputs = with_results(self.messages(span, False, problems, groups), attrs.get(INPUT_VALUE))
         outputs = self.messages(span, True, problems, groups)
         raw = attrs.get(OUTPUT_VALUE)
@@ -132,7 +128,7 @@ class OpenInferenceDialect(GenAIDialect):
             outputs = C.messages_of(raw)
             if not outputs or not any(m.texts or m.reasoning or m.calls for m in outputs):
                 outputs = [C.Message(C.ASSISTANT, texts=[attr_text(raw) or ""])]
-        offered = TOOL_DEFINITIONS in attrs or bool(groups[TOOLS_PREFIX])
+        offered = TOOL_DEFINITIONS in attrs or bool(groups[OI_TOOLS_PREFIX])
         conversation = string_attr(span, CONVERSATION_ID) or string_attr(span, SESSION_ID)
         return llm_call_of(inputs, outputs, conversation, offered, meta_of(span, outputs))
 
