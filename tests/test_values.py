@@ -202,6 +202,21 @@ def test_a_wrapped_text_comes_out_as_that_text_or_not_at_all(prop: str, text: st
     assert verdict(prop, wrapped) in (text, NC)
 
 
+def test_a_marker_nested_deeper_than_the_rule_looks_is_never_content() -> None:
+    """A mask four Python reprs deep inside the arguments' JSON (found by the property below): too deep
+    to tell whether a marker is in it, so not plain -- never written as the arguments."""
+    deep = "****"
+    for _ in range(4):
+        deep = f"Result(value={deep!r})"
+    assert verdict(V.ARGUMENTS, {"question": deep}) in (RED, NC)
+    nested: Any = deep
+    for _ in range(12):
+        nested = [nested]
+    assert verdict(V.OBSERVATION, json.dumps({"result": {"value": nested}})) in (RED, NC)
+    shallow = {"question": "Result(value='Paris')"}  # a repr that is the argument itself: kept
+    assert verdict(V.ARGUMENTS, shallow) == json.dumps(shallow)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(V.PROPERTIES), MARKERS, st.data())
 def test_a_marker_anywhere_is_never_content(prop: str, marker: str, data: st.DataObject) -> None:

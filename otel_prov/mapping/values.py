@@ -83,8 +83,10 @@ def is_marker(text: str) -> bool:
 
 
 def _has_marker(value: Any, depth: int = 0) -> bool:
+    """Whether a marker is anywhere in ``value``; :class:`_Fail` when it nests too deep to tell (then
+    the value is not known to be free of one: not plain)."""
     if depth > MAX_DEPTH:
-        return False
+        raise _Fail
     if isinstance(value, str):
         if _WRAPPED.search(value) is not None or (_WHOLE if depth == 0 else _MASK).fullmatch(value):
             return True
@@ -626,7 +628,12 @@ def _check_text(prop: str, raw: str) -> Verdict:
         text = _as_result(raw, 0) if prop == OBSERVATION else _as_text(raw, role, 0)
     except (_Fail, RecursionError):
         return Verdict(None, raw, is_marker(raw))
-    if is_marker(text) or (prop == OBSERVATION and _has_marker(parse(text)) and looks_structured(text)):
+    try:
+        marked = is_marker(text) or (prop == OBSERVATION and looks_structured(text)
+                                     and _has_marker(parse(text)))
+    except _Fail:
+        return Verdict(None, raw)  # too deep to tell whether a marker is in it
+    if marked:
         return Verdict(None, raw, True)
     if not text.strip() and text != raw:
         return Verdict(None, raw)  # an envelope of nothing
