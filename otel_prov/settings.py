@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES, MAX_ATTRIBUTE_BYTES_CEILING
 from .model.profiles import PROFILES, SEED, check_profile
 from .stores import REMOTE_SCHEMES, Remote, StoreSpec, default_store, parse_store
+from .stores.base import AUTO_SERVER, SERVER_KINDS
 
 T = TypeVar("T")
 
@@ -115,11 +116,9 @@ class StoreOption(Option[StoreSpec]):
 
 
 def _server(value: str) -> str:
-    from .stores.sparql import AUTO, SERVERS
-
     value = value.strip().lower()
-    if value != AUTO and value not in SERVERS:
-        raise ValueError(f"expected {AUTO} or one of {', '.join(SERVERS)}")
+    if value != AUTO_SERVER and value not in SERVER_KINDS:
+        raise ValueError(f"expected {AUTO_SERVER} or one of {', '.join(SERVER_KINDS)}")
     return value
 
 

@@ -29,6 +29,20 @@ if os.environ.get("HYPOTHESIS_PROFILE") == "mutation":
 if TYPE_CHECKING:
     from tests.interop.runner import Captured
 
+FAST = frozenset({
+    "test_dialect_readers", "test_exact", "test_flows", "test_genai", "test_golden", "test_guards",
+    "test_imports", "test_mapper_bounds", "test_model", "test_public_api", "test_readers", "test_settings",
+    "test_shapes", "test_strict", "test_svg_layout", "test_trustgraph_vocab", "test_values",
+})
+"""The fast layer (``pytest -m fast``, ~20 s): the modules that start no server, no real framework and
+no subprocess -- the mapping core, the values rule, the model, the read side, the import rules."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in FAST:
+            item.add_marker(pytest.mark.fast)
+
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -9,18 +9,18 @@ Real servers: ``Server`` in process on port 0 with a real store whose writes the
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from otel_prov import spans_to_dataset
 from tests import test_serve
@@ -130,35 +130,6 @@ def test_grpc_health_is_not_serving_while_the_store_fails(make_server: Make) -> 
 # -- otel-prov serve in its own process: signals and the exit status -----------------------------------------
 
 
-def _big_request(spans: int) -> ExportTraceServiceRequest:
-    """One request of ``spans`` agent-step spans (of one session each per 50 spans): mapping and
-    storing it takes the receiver a few seconds, so it is still in flight when the test signals."""
-    out = []
-    for n in range(spans):
-        trace_id = (n // 50 + 1).to_bytes(16, "big")
-        attrs = {"otel_prov.flow": "agent", "otel_prov.step": "analysis", "otel_prov.iteration": n % 50 + 1,
-                 "otel_prov.thought": "t" * 200, "otel_prov.observation": "o" * 200}
-        out.append(Span(trace_id=trace_id, span_id=(n + 1).to_bytes(8, "big"), name=f"iteration {n}",
-                        start_time_unix_nano=1_700_000_000_000_000_000 + n,
-                        end_time_unix_nano=1_700_000_000_000_000_001 + n,
-                        attributes=[_kv(k, v) for k, v in attrs.items()]))
-    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=out)])])
-
-
-def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=value))
-
-
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        proc.kill9()
-
-
 class _InFlight:
     """A request sent from a thread; ``outcome`` is "acked" or the gRPC status code's name."""
 
@@ -168,13 +139,48 @@ class _InFlight:
         self.thread.start()
 
     def _send(self, port: int, request: ExportTraceServiceRequest) -> None:
-        channel, client = stub(port, **{"grpc.max_send_message_length": 64 * 1024 * 1024})
+        channel, client = stub(port)
         with channel:
             try:
                 client.Export(request, timeout=120)
                 self.outcome = "acked"
             except grpc.RpcError as exc:
                 self.outcome = exc.code().name
+
+
+@contextlib.contextmanager
+def _workers_stopped(serve: Proc) -> Iterator[None]:
+    """``serve --workers 2``'s mapping workers stopped (SIGSTOP) for the block, continued after it:
+    a request sent meanwhile stays in flight until the test lets it go, however fast the machine."""
+    def workers() -> list[int]:
+        found = []
+        for child in Path(f"/proc/{serve.popen.pid}/task/{serve.popen.pid}/children").read_text().split():
+            try:
+                command = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"otel_prov.serve.worker\x00" in command:
+                found.append(int(child))
+        return found
+
+    wait_until(lambda: len(workers()) == 2, 30, "the two mapping workers", proc=serve)
+    pids = workers()
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.kill9()
 
 
 def _wait_in_flight(serve: Proc, http: str) -> None:
@@ -186,18 +192,20 @@ def _wait_in_flight(serve: Proc, http: str) -> None:
 
 def test_a_second_signal_exits_at_once_without_draining(tmp_path: Path, procs: list[Proc]) -> None:
     """docs/collector.md, "Shutdown": the first SIGTERM drains; a second one exits at once, status
-    1, saying so; the request in flight is not acknowledged (nothing acknowledged is lost)."""
-    serve = start_serve(tmp_path / "store", tmp_path / "serve.log")
+    1, saying so; the request in flight is not acknowledged (nothing acknowledged is lost).  The
+    request is held in flight by the test: its workers are stopped until serve has exited."""
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--workers", "2")
     procs.append(serve)
-    sent = _InFlight(serve.grpc_port, _big_request(60_000))
-    _wait_in_flight(serve, serve.http)
-    serve.popen.send_signal(15)
-    wait_until(lambda: "stopping" in serve.log.read_text(), 10, "serve to start draining", proc=serve)
-    assert serve.popen.poll() is None, "it exited before its drain"
-    started = time.monotonic()
-    serve.popen.send_signal(15)
-    code = serve.popen.wait(10)
-    assert time.monotonic() - started < 5
+    with _workers_stopped(serve):
+        sent = _InFlight(serve.grpc_port, request_of(agent_spans()))
+        _wait_in_flight(serve, serve.http)
+        serve.popen.send_signal(signal.SIGTERM)
+        wait_until(lambda: "stopping" in serve.log.read_text(), 10, "serve to start draining", proc=serve)
+        assert serve.popen.poll() is None, "it exited before its drain"
+        started = time.monotonic()
+        serve.popen.send_signal(signal.SIGTERM)
+        code = serve.popen.wait(10)
+        assert time.monotonic() - started < 5
     assert code == 1, serve.tail()
     assert "second signal, exiting without draining" in serve.log.read_text()
     sent.thread.join(30)
@@ -207,11 +215,17 @@ def test_a_second_signal_exits_at_once_without_draining(tmp_path: Path, procs: l
 def test_the_exit_status_is_1_when_the_drain_times_out(tmp_path: Path, procs: list[Proc]) -> None:
     """docs/collector.md, "Shutdown": a request still in flight when ``--drain-timeout`` runs out
     makes ``serve`` exit 1 (0 when everything was drained: tests/test_serve.py); the client was not
-    told it was stored."""
-    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--drain-timeout", "0.2")
+    told it was stored.  The request is held in flight by the test (its workers stopped) until the
+    drain has run out."""
+    serve = start_serve(tmp_path / "store", tmp_path / "serve.log", "--drain-timeout", "0.2",
+                        "--workers", "2")
     procs.append(serve)
-    sent = _InFlight(serve.grpc_port, _big_request(60_000))
-    _wait_in_flight(serve, serve.http)
-    assert serve.terminate(timeout=60) == 1, serve.tail()
+    with _workers_stopped(serve):
+        sent = _InFlight(serve.grpc_port, request_of(agent_spans()))
+        _wait_in_flight(serve, serve.http)
+        serve.popen.send_signal(signal.SIGTERM)
+        wait_until(lambda: "requests still in flight after 0.2 s" in serve.log.read_text(), 30,
+                   "the drain to run out", proc=serve)
+    assert serve.popen.wait(60) == 1, serve.tail()
     sent.thread.join(30)
     assert sent.outcome != "acked"

@@ -131,3 +131,26 @@ def test_no_modules_import_each_other_at_load_time() -> None:
         if module not in index:
             visit(module)
     assert circles == []
+
+
+def test_nothing_outside_stores_knows_which_backend_it_got() -> None:
+    """Outside ``stores/``, a store is opened through the registry and used through the protocols
+    (``stores``, ``stores.base``): no module imports a backend's."""
+    wrong = [f"{module} imports {target}" for module in sorted(MODULES) if _unit(module) != "stores"
+             for target in sorted(_imports(module, top_level_only=False))
+             if _unit(target) == "stores" and target not in ("otel_prov.stores", "otel_prov.stores.base")]
+    assert wrong == []
+
+
+def test_stores_imports_run_one_way_even_when_deferred() -> None:
+    """Within ``stores/``, no two modules import each other at all (a deferred import included): each
+    backend sits on the modules below it."""
+    inside = {m for m in MODULES if _unit(m) == "stores" and m != "otel_prov.stores"}
+    graph = {m: _imports(m, top_level_only=False) & inside for m in inside}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and not seen.add(n) and reaches(n, goal, seen))
+                   for n in graph[start])
+
+    circles = sorted(m for m in inside if reaches(m, m, set()))
+    assert circles == []

@@ -230,7 +230,7 @@ def test_traces_shared_among_mappers_give_the_graph_of_one(interop: Captured, da
     import pickle
 
     from otel_prov.mapping.spans import trace_share
-    from otel_prov.serve.workers import _portable
+    from otel_prov.serve.worker import _portable
 
     names = data.draw(st.lists(st.sampled_from(sorted(SCENARIOS)), min_size=1, max_size=3, unique=True),
                       label="scenarios")

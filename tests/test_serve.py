@@ -673,9 +673,9 @@ def test_a_mapping_worker_killed_is_started_again_and_nothing_acknowledged_is_lo
 
 
 def _mapping_workers() -> list[int]:
-    """The mapping workers this process started (``python -m otel_prov.serve.workers``)."""
+    """The mapping workers this process started (``python -m otel_prov.serve.worker``)."""
     return [pid for pid in process_tree(os.getpid())[1:]
-            if b"otel_prov.serve.workers" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+            if b"otel_prov.serve.worker\x00" in Path(f"/proc/{pid}/cmdline").read_bytes()]
 
 
 def test_mapping_workers_store_the_graph_of_one_mapper_over_both_transports(

@@ -31,8 +31,8 @@ from otel_prov.stores.oxigraph import (
     BULK_THRESHOLD,
     SIDE_BY_SIDE_PART_BYTES,
     OxigraphStore,
-    _bulk_load_side_by_side,
-    _split_lines,
+    bulk_load_side_by_side,
+    split_lines,
 )
 
 G = iri(GRAPH_RETRIEVAL)
@@ -309,13 +309,13 @@ def big_batch(prefix: str, size: int) -> list[Quad]:
     return [(iri(f"http://example.org/{prefix}/{i}"), P, literal(f"{text}{i}"), G) for i in range(n)]
 
 
-def test_split_lines_cuts_only_after_a_newline() -> None:
+def testsplit_lines_cuts_only_after_a_newline() -> None:
     data = nquads(big_batch("s", 300_000))
     for parts in (1, 2, 3, 4):
-        pieces = _split_lines(data, parts)
+        pieces = split_lines(data, parts)
         assert b"".join(pieces) == data and len(pieces) == parts
         assert all(p.endswith(b"\n") for p in pieces)
-    assert _split_lines(b"no newline", 2) == [b"no newline"]
+    assert split_lines(b"no newline", 2) == [b"no newline"]
 
 
 def test_a_large_write_loaded_side_by_side_stores_exactly_its_quads(store: RecordingStore) -> None:
@@ -341,12 +341,12 @@ class FailingPart:
 def test_a_failing_part_is_raised_after_the_others_finish_and_a_retry_completes(tmp_path: Path) -> None:
     real = pyoxigraph.Store(str(tmp_path / "store"))
     batch = big_batch("fail", 2 * SIDE_BY_SIDE_PART_BYTES)
-    parts = _split_lines(nquads(batch), 2)
+    parts = split_lines(nquads(batch), 2)
     failing = FailingPart(real, parts[1])
     with pytest.raises(OSError, match="injected"):
-        _bulk_load_side_by_side(failing, parts)  # type: ignore[arg-type]
+        bulk_load_side_by_side(failing, parts)  # type: ignore[arg-type]
     assert 0 < len(real) < len(batch)  # the other part was stored
-    _bulk_load_side_by_side(failing, parts)  # the writer's retry: the whole write again
+    bulk_load_side_by_side(failing, parts)  # the writer's retry: the whole write again
     assert {str(q) for q in real} == expected(batch)
 
 

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         _on_signals(stop)
         from ..serve.server import Server  # grpcio, uvicorn: only when serving
-        from ..serve.workers import tune_gc
+        from ..serve.worker import tune_gc
 
         server = Server(config)
     except (ProvError, OSError) as exc:

@@ -21,7 +21,6 @@ import rdflib
 
 from ..errors import ConfigError
 from ..stores import StoreSpec, open_for_writing
-from ..stores.logstore import LoggedStore
 from .pipeline import IngestPipeline
 
 SPANS, LOGS = "spans", "logs"
@@ -77,9 +76,7 @@ def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: st
                 raise ConfigError(f"the {kind} exporter's profile {profile!r} is not the "
                                   f"{other_profile!r} of the exporter already writing to {other_spec[1]}: "
                                   "set one profile (OTEL_PROV_PROFILE) for both")
-        opened = open_for_writing(spec)
-        if isinstance(opened, LoggedStore):  # shutdown() need not wait for the index
-            opened.hand_over_fold = True
+        opened = open_for_writing(spec, quick_close=True)  # shutdown() need not wait for the index
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
         pipeline = IngestPipeline(opened, profile, name=name, rescue_dir=rescue_dir,
                                   max_attribute_bytes=max_attribute_bytes)

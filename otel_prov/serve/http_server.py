@@ -26,7 +26,6 @@ picks a free one, :attr:`HttpServer.port`), and never configures logging.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import socket
 import threading
@@ -38,6 +37,8 @@ from typing import Any
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .guards import HOST_REFUSED, HOST_REFUSED_STATUS, host_acceptable
 
 logger = logging.getLogger(__name__)
 
@@ -244,34 +245,16 @@ class HostCheck:
         self.refused = 0
 
     def acceptable(self, host: str) -> bool:
-        name = _host_name(host)
-        if not name:
-            return False
-        if name == "localhost" or name.endswith(".localhost") or name in self.allowed:
-            return True
-        try:
-            ipaddress.ip_address(name)
-        except ValueError:
-            return False
-        return True
+        return host_acceptable(host, self.allowed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.enabled and scope["type"] == "http":
             host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
             if not self.acceptable(host):
                 self.refused += 1
-                await refuse(send, 403, b"Host not allowed (DNS rebinding protection); see --allowed-hosts\n")
+                await refuse(send, HOST_REFUSED_STATUS, HOST_REFUSED.encode() + b"\n")
                 return
         await self.app(scope, receive, send)
-
-
-def _host_name(host: str) -> str:
-    """The name of a ``Host`` header, without its port and brackets, lowercase."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else ""
-    name, _, _port = host.partition(":")
-    return name.rstrip(".")
 
 
 # -- the server -----------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ The transports (:mod:`.grpc_transport`, :mod:`.http_transport`) are started arou
 from __future__ import annotations
 
 import enum
-import hmac
 import logging
 import math
 import threading
@@ -23,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.problems import ProblemLog
@@ -39,7 +38,9 @@ from ..settings import (
 )
 from ..stores import WriteStore
 from .decode import log_problems
-from .workers import CLOSED, TOO_SLOW, WorkerPool
+from .guards import bearer_matches
+from .slices import SLICE_SPANS, Failure, Tally
+from .workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +52,6 @@ RETRY_STORE_SECONDS = 5.0
 RETRY_DRAINING_SECONDS = 5.0
 _STORE_FAILING_GRACE = 0.5
 """A waiting request answers UNAVAILABLE once the store has been failing this long (seconds)."""
-
-SLICE_SPANS = 1000
-"""Spans of a request read and mapped at a time (~20-40 ms of mapping): between two slices,
-the other requests take their turn."""
 
 CLOSE_TIMEOUT = 120.0
 """Seconds to wait at shutdown for the writer to store what is queued (a hung store must not hang
@@ -83,13 +80,27 @@ class Outcome:
         return max(1, math.ceil(self.retry_after))
 
 
-def _kind(error: str) -> str:
-    """The kind of a span's rejection, for the problem counters (one line logged per kind)."""
-    return "too large for the store" if "limit" in error else "the mapping failed"
-
-
 def _unavailable(message: str, delay: float) -> Outcome:
     return Outcome(Answer.UNAVAILABLE, message, retry_after=delay)
+
+
+class StoreState(Protocol):
+    """What the receiver reads of the store's state, whoever writes (the in-process
+    :class:`~otel_prov.ingest.writer.Writer`, or the mapping workers' :class:`~.workers.WorkerPool`)."""
+
+    @property
+    def failing(self) -> str | None:
+        """Why the store is failing now, or None."""
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes waiting in this process's memory to be written (the pool's: none, the workers append)."""
+
+    @property
+    def failures(self) -> int: ...
+
+    @property
+    def written_quads(self) -> int: ...
 
 
 @dataclass
@@ -203,8 +214,8 @@ class Receiver:
                 raise ValueError("a receiver needs a store or a worker pool")
             self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
                                             max_attribute_bytes=max_attribute_bytes)
-        self._writer: Any = pool if pool is not None else self._pipeline.writer  # type: ignore[union-attr]
-        """What the receiver reads of the store's state (``failing``, ``pending_bytes``, ...)."""
+        self._state: StoreState = pool if pool is not None else self._pipeline.writer  # type: ignore[union-attr]
+        """What the receiver reads of the store's state: the in-process writer's, or the workers'."""
         self.problems = ProblemLog(logger, "otel-prov serve")
         self.stats = ReceiverStats()
         self._cv = threading.Condition()
@@ -217,14 +228,7 @@ class Receiver:
 
     def authorized(self, header: str | None) -> bool:
         """Whether an ``authorization`` header value is acceptable (always, without a token)."""
-        if self._token is None:
-            return True
-        if not header:
-            return False
-        scheme, _, value = header.strip().partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(value.strip().encode("utf-8"), self._token)
+        return self._token is None or bearer_matches(header, self._token)
 
     def refuse_unauthenticated(self, has_header: bool) -> Outcome:
         kind = "wrong bearer token" if has_header else "no bearer token"
@@ -261,7 +265,7 @@ class Receiver:
         """Reserve ``nbytes`` of the memory budget for a request (its body, what decoding it
         takes); an UNAVAILABLE outcome if that would go past the budget.  :meth:`give` them back
         once the request is answered."""
-        if self.budget.take(nbytes, self._writer.pending_bytes):
+        if self.budget.take(nbytes, self._state.pending_bytes):
             return None
         self._refused("request refused: memory budget reached")
         return _unavailable("the receiver's memory budget is in use; retry", RETRY_BUSY_SECONDS)
@@ -307,7 +311,7 @@ class Receiver:
                 self._cv.notify_all()
 
     def _admit(self) -> Outcome | None:
-        writer = self._writer
+        writer = self._state
         with self._cv:
             self.stats.requests += 1
             if self._closed:
@@ -331,10 +335,9 @@ class Receiver:
         """Read, map and submit the request a slice at a time (:data:`SLICE_SPANS` spans): a large
         request never holds all its spans as records at once, and it takes its turn at the mapping
         slice by slice, in arrival order with the other requests, so it cannot starve them."""
-        rejected, first_rejected = 0, ""  # a count, not every message: a request may hold millions
+        tally = Tally()
         updates: list[Update] = []
-        accepted = added = 0
-        seq = self._writer.submitted  # a request with no span waits for nothing new
+        seq = pipeline.writer.submitted  # a request with no span waits for nothing new
         slices = otlp_slices(request.resource_spans, SLICE_SPANS)
         while True:
             try:
@@ -351,35 +354,22 @@ class Receiver:
             except PipelineClosed:
                 self._refused_inflight("closed while mapping")
                 return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
-            problems = part.problems
-            if part.rejected:
-                rejected += len(part.rejected)
-                first_rejected = first_rejected or part.rejected[0]
-                problems.append("spans rejected: invalid trace or span id")
             seq, update = submitted.seq, submitted.update
             updates.append(update)
-            # A span the mapping raised on, or too large for the store, is rejected (a retry would
-            # fail the same way); the others are stored.
-            for rec, error in update.failed:
-                rejected += 1
-                first_rejected = first_rejected or f"span {rec.name[:200]!r} rejected: {error}"
-                problems.append(f"span rejected ({_kind(error)})")
-            accepted += len(part.records) - len(update.failed)
-            added += len(update.add)
-            problems.extend(update.problems)
+            problems = tally.add(part, update)
             if problems:
-                self.problems.report(problems)
-        failure = self._await(seq, deadline)
+                self.problems.report(problems.elements())
+        failure = self._await(pipeline, seq, deadline)
         if failure is not None:
             for update in updates:  # the client's retry must write their traces whole
                 pipeline.unstored(update)
             return failure
-        return self._acknowledged(accepted, rejected, first_rejected, added)
+        return self._acknowledged(tally.accepted, tally.rejected, tally.first_rejected, tally.added)
 
     def _ingest_logs(self, pipeline: IngestPipeline, request: Any, deadline: float | None) -> Outcome:
         """The GenAI events of a logs request, mapped in one turn (log records are small and few beside
         spans) and stored; the other records (an application's own log lines) are not kept."""
-        seq = self._writer.submitted
+        seq = pipeline.writer.submitted
         found = otlp_logs(request.resource_logs)
         try:
             with self._turns:
@@ -394,7 +384,7 @@ class Receiver:
         problems = [*found.problems, *log_problems(found), *update.problems]
         if problems:
             self.problems.report(problems)
-        failure = self._await(seq, deadline)
+        failure = self._await(pipeline, seq, deadline)
         if failure is not None:
             pipeline.unstored(update)
             return failure
@@ -419,8 +409,8 @@ class Receiver:
         if result.failure is not None:
             kind, message = result.failure
             self._refused_inflight(kind)
-            delay = (RETRY_BUSY_SECONDS if kind == TOO_SLOW else
-                     RETRY_DRAINING_SECONDS if kind == CLOSED else RETRY_STORE_SECONDS)
+            delay = (RETRY_BUSY_SECONDS if kind is Failure.TOO_SLOW else
+                     RETRY_DRAINING_SECONDS if kind is Failure.CLOSED else RETRY_STORE_SECONDS)
             return _unavailable(message, delay)
         return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added, logs)
 
@@ -441,7 +431,7 @@ class Receiver:
             return Outcome(Answer.OK, message, rejected_spans=rejected)
         return Outcome(Answer.OK)
 
-    def _await(self, seq: int, deadline: float | None) -> Outcome | None:
+    def _await(self, pipeline: IngestPipeline, seq: int, deadline: float | None) -> Outcome | None:
         """None once ``seq`` is committed; an UNAVAILABLE outcome if the store fails or is too slow."""
         start = time.monotonic()
         limit = start + self._ack_timeout
@@ -450,16 +440,16 @@ class Receiver:
         failing_since: float | None = None
         while True:
             before = time.monotonic()
-            if self._writer.wait(seq, timeout=0.05):
+            if pipeline.writer.wait(seq, timeout=0.05):
                 if self._closed:  # the drain timed out: a closing writer may have rescued, not stored
                     self._refused_inflight("closed before the commit was confirmed")
                     return _unavailable("the receiver closed; retry", RETRY_DRAINING_SECONDS)
                 return None
             now = time.monotonic()
-            if now - before < 0.04 and not self._writer.failing:  # the writer thread is gone
+            if now - before < 0.04 and not pipeline.writer.failing:  # the writer thread is gone
                 self._refused_inflight("writer stopped")
                 return _unavailable("the receiver's writer has stopped; retry", RETRY_STORE_SECONDS)
-            failing = self._writer.failing
+            failing = pipeline.writer.failing
             if failing:
                 failing_since = failing_since or now
                 if now - failing_since >= _STORE_FAILING_GRACE:
@@ -482,7 +472,7 @@ class Receiver:
     # -- health and shutdown ----------------------------------------------------------------------
 
     def healthy(self) -> bool:
-        return not self._draining and not self._closed and not self._writer.failing
+        return not self._draining and not self._closed and not self._state.failing
 
     def health(self) -> dict[str, Any]:
         status = "ok" if self.healthy() else ("draining" if self._draining else "store failing")
@@ -490,9 +480,9 @@ class Receiver:
             info: dict[str, Any] = {"status": status, "in_flight": self._inflight}
             info.update(self.stats.as_dict())
         info["memory_reserved"] = self.budget.reserved
-        info["memory_queued"] = self._writer.pending_bytes
-        info["store_failures"] = self._writer.failures
-        info["quads_written"] = self._writer.written_quads
+        info["memory_queued"] = self._state.pending_bytes
+        info["store_failures"] = self._state.failures
+        info["quads_written"] = self._state.written_quads
         info["problems"] = dict(self.problems.counts)
         for name, counters in self.transport_stats.items():
             info[name] = counters()

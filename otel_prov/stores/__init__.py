@@ -2,9 +2,9 @@
 
 ``OTEL_PROV_STORE`` / ``--store`` / ``store=`` name a store as ``SCHEME:LOCATION``; a bare path means
 ``oxigraph:PATH``; an ``http://`` or ``https://`` URL names a dataset on a SPARQL server
-(:mod:`.sparql`).  :data:`BACKENDS` maps each scheme to the module that implements it, imported when
-first used (as rdflib's plugin registry does); a backend module has ``open_for_writing(spec)``
-and ``open_for_reading(spec)``, returning a :class:`~.base.WriteStore` and a
+(:mod:`.sparql`).  :data:`BACKENDS` maps each scheme to the module that opens it, imported when
+first used (as rdflib's plugin registry does); a backend module has ``open_for_writing(spec, *,
+quick_close=False)`` and ``open_for_reading(spec)``, returning a :class:`~.base.WriteStore` and a
 :class:`~.base.ReadStore`.  Where to add one: CONTRIBUTING.md ("A store backend").
 """
 
@@ -25,7 +25,7 @@ __all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "QueryResult", "ReadStor
            "open_for_writing", "parse_store"]
 
 BACKENDS: dict[str, str] = {
-    "oxigraph": "otel_prov.stores.oxigraph",
+    "oxigraph": "otel_prov.stores.logstore",
     "memory": "otel_prov.stores.oxigraph",
     "http": "otel_prov.stores.sparql",
     "https": "otel_prov.stores.sparql",
@@ -95,14 +95,16 @@ def _backend(spec: StoreSpec) -> Any:
     return importlib.import_module(BACKENDS[spec.scheme])
 
 
-def open_for_writing(spec: StoreSpec | rdflib.Dataset) -> WriteStore:
+def open_for_writing(spec: StoreSpec | rdflib.Dataset, *, quick_close: bool = False) -> WriteStore:
     """Open a store to write to (an on-disk store is created if missing); an ``rdflib.Dataset`` is
-    written to as it is."""
+    written to as it is.  ``quick_close``: ``close()`` may leave to a background process what a later
+    reader or writer can finish (the on-disk store's fold of its index): an application's exit waits
+    only for its data to be durable."""
     if isinstance(spec, rdflib.Dataset):
         from .dataset import DatasetStore
 
         return DatasetStore(spec)
-    return cast(WriteStore, _backend(spec).open_for_writing(spec))
+    return cast(WriteStore, _backend(spec).open_for_writing(spec, quick_close=quick_close))
 
 
 def open_for_reading(spec: StoreSpec) -> ReadStore:

@@ -61,6 +61,11 @@ class QueryResult:
     triples: list[Triple] = field(default_factory=list)
 
 
+AUTO_SERVER = "auto"
+SERVER_KINDS = ("oxigraph", "fuseki", "sparql")
+"""What :attr:`Remote.server` may name besides :data:`AUTO_SERVER` (``stores/sparql.py``'s servers)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Remote:
     """How to use a store on a server (an ``http:`` / ``https:`` store): credentials, TLS, the
@@ -77,7 +82,7 @@ class Remote:
     client_key: Path | None = None
     timeout: float = 60.0
     """Seconds one request may take (connecting: at most 10)."""
-    server: str = "auto"
+    server: str = AUTO_SERVER
     """``auto`` (detected at open), ``oxigraph``, ``fuseki`` or ``sparql`` (any SPARQL 1.1 server)."""
     bulk_load: bool = False
     """Write with the Oxigraph server's bulk loader (faster, not atomic)."""

@@ -30,6 +30,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..processes import interpreter
 from . import segments as seg
 
 logger = logging.getLogger(__name__)
@@ -75,16 +76,6 @@ def folder_environment(environ: Mapping[str, str], package_root: str) -> dict[st
 
 def _is_auto_instrumentation(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "sitecustomize.py")) and "auto_instrumentation" in path
-
-
-def interpreter() -> str | None:
-    """This process's Python interpreter, if it is one (not a frozen application, nor a server
-    embedding Python, whose ``sys.executable`` would start the application itself)."""
-    executable = sys.executable
-    if not executable or getattr(sys, "frozen", False) or not os.access(executable, os.X_OK):
-        return None
-    name = os.path.basename(executable).lower()
-    return executable if name.startswith(("python", "pypy")) else None
 
 
 def fold_with_lock(store: Path, lock_fd: int) -> int:

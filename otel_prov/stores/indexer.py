@@ -35,7 +35,7 @@ import pyoxigraph
 
 from ..model.quads import Quad, delete_data
 from . import segments as seg
-from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, _bulk_load_side_by_side, _split_lines
+from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, bulk_load_side_by_side, split_lines
 
 logger = logging.getLogger(__name__)
 
@@ -272,7 +272,7 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]], *,
 def _add(store: pyoxigraph.Store, data: bytes, side_by_side: bool = False) -> None:
     parts = min(os.cpu_count() or 1, MAX_SIDE_BY_SIDE, len(data) // _BULK_BYTES) if side_by_side else 1
     if parts > 1:
-        _bulk_load_side_by_side(store, _split_lines(data, parts))
+        bulk_load_side_by_side(store, split_lines(data, parts))
     elif len(data) >= _BULK_BYTES:
         store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
     else:

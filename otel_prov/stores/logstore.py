@@ -46,6 +46,7 @@ from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, nquads
 from . import folder
 from . import segments as seg
+from .base import StoreSpec
 from .indexer import (
     FOLD_BYTES,
     FOLD_EAGER_BYTES,
@@ -271,7 +272,7 @@ class LoggedStore:
     (:class:`~.base.AppendStore`): ``add`` and ``remove`` return with the operation in the OS page
     cache (it survives ``kill -9``); :meth:`sync` makes everything appended durable."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, hand_over_fold: bool = False) -> None:
         prepare_directory(path)
         self.path = path
         try:
@@ -289,7 +290,7 @@ class LoggedStore:
         self._fork_lock = threading.Lock()
         self._inherited = False
         _OPEN.add(self)
-        self.hand_over_fold = False
+        self.hand_over_fold = hand_over_fold
         """Whether :meth:`close` hands a large fold to a background process (the SDK exporter: an
         application's ``shutdown()`` then returns once its spans are durable)."""
 
@@ -571,3 +572,46 @@ def _unfolded(directory: Path, names: list[str], folded: dict[str, int]
                 left += size - got[-1].end if got else 0
         sequences.append(records)
     return sequences, left
+
+
+# -- the backend of ``oxigraph:PATH`` and bare paths (:data:`otel_prov.stores.BACKENDS`) --------------
+
+
+def open_for_writing(spec: StoreSpec, *, quick_close: bool = False) -> LoggedStore | OxigraphStore:
+    """The log-and-index store at ``spec.path``, created if missing (no path: a store in memory).
+    ``quick_close``: ``close()`` hands a large fold of the index to a background process (an
+    application's ``shutdown()`` returns once its spans are durable)."""
+    if spec.path is None:
+        return OxigraphStore(None)
+    return LoggedStore(spec.path, hand_over_fold=quick_close)
+
+
+def open_for_reading(spec: StoreSpec) -> OxigraphStore:
+    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created
+    (naming the store inside the directory given, when there is one: its parent was given); no
+    path: a store in memory."""
+    if spec.path is None:
+        return OxigraphStore(None)
+    try:
+        return open_reader(spec.path)
+    except StoreNotFound as exc:
+        inside = store_inside(spec.path)
+        if inside is None:
+            raise
+        raise StoreNotFound(f"no store at {spec.path}, but there is one inside it: {inside} (give that "
+                            "to --store or OTEL_PROV_STORE)") from exc
+
+
+def store_inside(path: Path, most: int = 100) -> Path | None:
+    """A store directly inside the directory ``path`` (``store`` first, as the default store's
+    parent has it; then the other directories, looking at ``most`` at most), or None."""
+    def is_store(candidate: Path) -> bool:
+        return (candidate / "CURRENT").is_file() or seg.segments_dir(candidate).is_dir()
+
+    try:
+        children = sorted(child for _, child in zip(range(most), path.iterdir(), strict=False)
+                          if child.is_dir())
+    except OSError:
+        return None
+    children.sort(key=lambda child: child.name != "store")
+    return next((child for child in children if is_store(child)), None)

@@ -1,6 +1,6 @@
-"""The embedded store: Oxigraph, on disk (RocksDB; ``oxigraph:PATH`` or a bare path, the default) or in
-memory (``memory:``).  Writes are N-Quads; reads are SPARQL, converted to plain data
-(:mod:`otel_prov.stores.base`)."""
+"""The embedded store: Oxigraph, on disk (RocksDB: the index of :mod:`.logstore`, which opens
+``oxigraph:PATH`` and bare paths) or in memory (``memory:``, opened here).  Writes are N-Quads;
+reads are SPARQL, converted to plain data (:mod:`otel_prov.stores.base`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from typing import Any
 import pyoxigraph
 import rdflib
 
-from ..errors import StoreError, StoreNotFound
+from ..errors import StoreError
 from ..model.quads import Quad, dataset_from_nquads, delete_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
-from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Row, StoreSpec, Term
+from .base import QuadTerms, QueryResult, Row, StoreSpec
+from .terms import from_oxigraph, from_quad, from_triple
 
 # Below this many quads a transactional ``load`` is cheaper than ``bulk_load`` (which writes new
 # files on every call, ~13 ms); above it ``bulk_load`` is several times faster.
@@ -77,7 +78,7 @@ class OxigraphStore:
         if parts <= 1:
             self.add(data, count)
         else:
-            _bulk_load_side_by_side(self.inner, _split_lines(data, parts))
+            bulk_load_side_by_side(self.inner, split_lines(data, parts))
 
     def remove(self, quads: Sequence[Quad]) -> None:
         if quads:
@@ -94,7 +95,7 @@ class OxigraphStore:
         if not isinstance(results, pyoxigraph.QuerySolutions):
             raise ValueError("not a SELECT query")
         names = [v.value for v in results.variables]
-        return [{n: term(sol[n]) for n in names if sol[n] is not None} for sol in results]
+        return [{n: from_oxigraph(sol[n]) for n in names if sol[n] is not None} for sol in results]
 
     def ask(self, sparql: str) -> bool:
         return bool(self.inner.query(sparql, prefixes=PREFIXES))
@@ -106,10 +107,9 @@ class OxigraphStore:
             if isinstance(result, pyoxigraph.QueryBoolean):
                 return QueryResult("ask", boolean=bool(result))
             if isinstance(result, pyoxigraph.QueryTriples):
-                return QueryResult("graph", triples=[(term(t.subject), term(t.predicate), term(t.object))
-                                                     for t in result])
+                return QueryResult("graph", triples=[from_triple(t) for t in result])
             names = [v.value for v in result.variables]
-            rows = [{n: term(sol[n]) for n in names if sol[n] is not None} for sol in result]
+            rows = [{n: from_oxigraph(sol[n]) for n in names if sol[n] is not None} for sol in result]
             return QueryResult("select", variables=names, rows=rows)
         except (OSError, RuntimeError, ValueError) as exc:  # evaluation: SERVICE, LOAD, ...
             raise StoreError(f"the query failed: {exc}") from exc
@@ -117,7 +117,7 @@ class OxigraphStore:
     def quads(self, graph: str | None = None) -> Iterator[QuadTerms]:
         name = pyoxigraph.NamedNode(graph) if graph is not None else None
         for q in self.inner.quads_for_pattern(None, None, None, name):
-            yield term(q.subject), term(q.predicate), term(q.object), term(q.graph_name)
+            yield from_quad(q)
 
     def count(self, graph: str | None = None) -> int:
         where = f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph is not None else "GRAPH ?g { ?s ?p ?o }"
@@ -157,7 +157,7 @@ class OxigraphStore:
                 on_close()
 
 
-def _split_lines(data: bytes, parts: int) -> list[bytes]:
+def split_lines(data: bytes, parts: int) -> list[bytes]:
     """``data`` in ``parts`` pieces of about equal size, each cut after a newline (N-Quads: one
     quad per line; a newline inside a literal is escaped)."""
     pieces: list[bytes] = []
@@ -172,7 +172,7 @@ def _split_lines(data: bytes, parts: int) -> list[bytes]:
     return [p for p in pieces if p]
 
 
-def _bulk_load_side_by_side(store: pyoxigraph.Store, parts: list[bytes]) -> None:
+def bulk_load_side_by_side(store: pyoxigraph.Store, parts: list[bytes]) -> None:
     """Bulk-load ``parts`` into ``store`` at the same time (this thread loads the first); the
     first error is raised once all have finished (the writer then retries the whole write:
     quads are a set, loading one twice is harmless)."""
@@ -237,66 +237,14 @@ def check_not_a_file(path: Path) -> None:
         raise StoreError(f"{path} is a file, not a store (a store is a directory); check {WHERE_STORE}")
 
 
-def term(value: Any) -> Term:
-    """A pyoxigraph term as a :class:`~otel_prov.stores.base.Term`."""
-    if isinstance(value, pyoxigraph.NamedNode):
-        return Term(IRI, value.value)
-    if isinstance(value, pyoxigraph.Literal):
-        datatype = value.datatype.value
-        plain = value.language is not None or datatype == _XSD_STRING
-        return Term(LITERAL, value.value, None if plain else datatype, value.language)
-    if isinstance(value, pyoxigraph.BlankNode):
-        return Term(BNODE, value.value)
-    if isinstance(value, pyoxigraph.DefaultGraph):
-        return Term(IRI, "")
-    raise ValueError(f"unexpected pyoxigraph term: {value!r}")
-
-
-_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
-
-
 # -- the backend ----------------------------------------------------------------------------------
 
 
-def open_for_writing(spec: StoreSpec) -> Any:
-    """``memory:`` as it is; on disk, the log-and-index store (:mod:`.logstore`), created if
-    missing."""
-    if spec.path is None:
-        return OxigraphStore(None)
-    from .logstore import LoggedStore
-
-    return LoggedStore(spec.path)
+def open_for_writing(spec: StoreSpec, *, quick_close: bool = False) -> OxigraphStore:
+    """``memory:``, a store in this process's memory (``quick_close``: nothing is left to do at close)."""
+    return OxigraphStore(None)
 
 
 def open_for_reading(spec: StoreSpec) -> OxigraphStore:
-    """Open an existing store for reading; a missing one is :class:`StoreNotFound`, never created
-    (naming the store inside the directory given, when there is one: its parent was given)."""
-    if spec.path is None:
-        return OxigraphStore(None)
-    from .logstore import open_reader
-
-    try:
-        return open_reader(spec.path)
-    except StoreNotFound as exc:
-        inside = store_inside(spec.path)
-        if inside is None:
-            raise
-        raise StoreNotFound(f"no store at {spec.path}, but there is one inside it: {inside} (give that "
-                            "to --store or OTEL_PROV_STORE)") from exc
-
-
-def store_inside(path: Path, most: int = 100) -> Path | None:
-    """A store directly inside the directory ``path`` (``store`` first, as the default store's
-    parent has it; then the other directories, looking at ``most`` at most), or None."""
-    from .segments import segments_dir
-
-    def is_store(candidate: Path) -> bool:
-        return (candidate / "CURRENT").is_file() or segments_dir(candidate).is_dir()
-
-    try:
-        children = sorted(child for _, child in zip(range(most), path.iterdir(), strict=False)
-                          if child.is_dir())
-    except OSError:
-        return None
-    children.sort(key=lambda child: child.name != "store")
-    return next((child for child in children if is_store(child)), None)
+    """``memory:``: a new, empty store (nothing outlives the process that wrote one)."""
+    return OxigraphStore(None)

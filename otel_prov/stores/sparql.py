@@ -48,9 +48,9 @@ import rdflib
 from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, dataset_from_nquads, delete_data, insert_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
-from .base import BNODE, IRI, LITERAL, QuadTerms, QueryResult, Remote, Row, StoreSpec, Term, open_private
+from .base import AUTO_SERVER, SERVER_KINDS, QuadTerms, QueryResult, Remote, Row, StoreSpec, open_private
 from .http import HttpConnection, HttpStatusError
-from .oxigraph import term
+from .terms import from_json, from_quad, from_triple
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,6 @@ MAX_UPDATE_QUADS = 5000
 _N_QUADS = "application/n-quads"
 _N_TRIPLES = "application/n-triples"
 _RESULTS_JSON = "application/sparql-results+json"
-_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
-_RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 _PROLOGUE = " ".join(f"PREFIX {prefix}: <{namespace}>" for prefix, namespace in PREFIXES.items()) + " "
 """Our prefixes, on the query's first line (so the user's line numbers stay right)."""
 _POSITION = re.compile(r"(error at 1:|line 1, column )(\d+)", re.IGNORECASE)
@@ -97,8 +95,8 @@ BULK_PARAMS = {"no_transaction": "", "lenient": ""}
 write may leave part of itself, which the retry completes (quads are a set), and readers may see a
 write half done."""
 SERVERS = {server.name: server for server in (OXIGRAPH, FUSEKI, SPARQL)}
-"""The kinds of server ``OTEL_PROV_STORE_SERVER`` names (``auto``: detected)."""
-AUTO = "auto"
+"""The kinds of server ``OTEL_PROV_STORE_SERVER`` names (``auto``: detected): ``base.SERVER_KINDS``."""
+assert tuple(SERVERS) == SERVER_KINDS
 
 
 class SparqlStore:
@@ -245,7 +243,7 @@ class SparqlStore:
             raise StoreError(f"the query failed: {exc}") from None
         kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if kind == _N_TRIPLES:
-            triples = [(term(t.subject), term(t.predicate), term(t.object))
+            triples = [from_triple(t)
                        for t in pyoxigraph.parse(input=response.data, format=pyoxigraph.RdfFormat.N_TRIPLES)]
             return QueryResult("graph", triples=triples)
         document = _decode_json(response.data, self.url)
@@ -256,7 +254,7 @@ class SparqlStore:
 
     def quads(self, graph: str | None = None) -> Iterator[QuadTerms]:
         for quad in self._parsed_quads(graph):
-            yield term(quad.subject), term(quad.predicate), term(quad.object), term(quad.graph_name)
+            yield from_quad(quad)
 
     def _parsed_quads(self, graph: str | None) -> Iterator[pyoxigraph.Quad]:
         """Every quad (of ``graph``), streamed from the server and parsed by pyoxigraph."""
@@ -358,25 +356,9 @@ def _decode_json(data: bytes, url: str) -> dict[str, Any]:
 
 def _rows(document: dict[str, Any]) -> tuple[list[str], list[Row]]:
     names = list(document.get("head", {}).get("vars", []))
-    rows = [{name: json_term(value) for name, value in binding.items()}
+    rows = [{name: from_json(value) for name, value in binding.items()}
             for binding in document.get("results", {}).get("bindings", [])]
     return names, rows
-
-
-def json_term(value: dict[str, Any]) -> Term:
-    """A term of the SPARQL 1.1 JSON results format (and SPARQL 1.0's ``typed-literal``)."""
-    kind, text = value.get("type"), value.get("value", "")
-    if kind == "uri":
-        return Term(IRI, text)
-    if kind == "bnode":
-        return Term(BNODE, text)
-    if kind in ("literal", "typed-literal"):
-        language = value.get("xml:lang")
-        datatype = value.get("datatype")
-        if language is not None or datatype in (_XSD_STRING, _RDF_LANG_STRING):
-            datatype = None
-        return Term(LITERAL, text, datatype, language)
-    raise StoreError(f"unexpected term in the server's results: {value!r}")
 
 
 def _user_position(message: str) -> str:
@@ -393,7 +375,7 @@ def _open(spec: StoreSpec) -> SparqlStore:
     remote = spec.remote or Remote()
     http = HttpConnection(url, remote)
     try:
-        server = detect(url, http) if remote.server == AUTO else SERVERS[remote.server]
+        server = detect(url, http) if remote.server == AUTO_SERVER else SERVERS[remote.server]
         if remote.bulk_load:
             if server.name != OXIGRAPH.name:
                 raise StoreError(f"OTEL_PROV_STORE_BULK_LOAD is for the Oxigraph server; {url} is "
@@ -441,8 +423,9 @@ def detect(url: str, http: HttpConnection) -> Server:
     return replace(SPARQL, query="/query", update="/update")
 
 
-def open_for_writing(spec: StoreSpec) -> SparqlStore:
-    """Open, and check that the store takes writes (credentials, a read-only dataset)."""
+def open_for_writing(spec: StoreSpec, *, quick_close: bool = False) -> SparqlStore:
+    """Open, and check that the store takes writes (credentials, a read-only dataset);
+    ``quick_close`` changes nothing (the server keeps what was written)."""
     store = _open(spec)
     try:
         store.check_writable()

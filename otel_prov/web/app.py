@@ -49,6 +49,7 @@ from ..render.data import session_dicts, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
 from ..render.text import HIDDEN, chunk_text, question_text, term, visible
+from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable
 from ..settings import UiSettings, is_loopback
 from ..stores import ReadStore, open_for_reading
 from ..stores.base import QueryResult
@@ -82,7 +83,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
 }
-_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def session_url(iri: str) -> str:
@@ -402,22 +402,14 @@ async def _in_thread(func: Callable[..., Any], *args: Any) -> Any:
     return await run_in_threadpool(func, *args)
 
 
-def _host_of(header: str) -> str:
-    """The host of a Host header (``[::1]:8080`` -> ``::1``)."""
-    if header.startswith("["):
-        return header[1:].partition("]")[0].lower()
-    return header.rpartition(":")[0].lower() if header.count(":") == 1 else header.lower()
-
-
 def _guard(view: View) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
     """Host check (a page on another site cannot reach a loopback view through DNS rebinding),
     the token (a bearer header, or the cookie ``?token=`` sets), and the security headers."""
     loopback = is_loopback(view.config.host)
 
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        host = _host_of(request.headers.get("host", ""))
-        if loopback and host not in _LOOPBACK_NAMES:
-            response: Response = PlainTextResponse(f"unexpected Host header {host!r}", status_code=421)
+        if loopback and not host_acceptable(request.headers.get("host", "")):
+            response: Response = PlainTextResponse(HOST_REFUSED, status_code=HOST_REFUSED_STATUS)
         else:
             response = await _authorised(view, request, call_next)
         response.headers.update(_HEADERS)
@@ -440,8 +432,7 @@ async def _authorised(view: View, request: Request,
         response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
         response.set_cookie(COOKIE, view.cookie, httponly=True, samesite="lax", path="/")
         return response
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer ") and hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
+    if bearer_matches(request.headers.get("authorization"), token.encode()):
         return await call_next(request)
     if hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), view.cookie.encode()):
         return await call_next(request)
