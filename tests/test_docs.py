@@ -1,6 +1,6 @@
-"""The docs say what the code does: docs/cli.md's error examples are run and compared, the CLI tables
-of README.md and docs/cli.md list the options and choices ``--help`` has, and README's GraphRAG and
-DocRAG example runs as written."""
+"""The docs say what the code does: docs/cli.md's error examples are run and compared, its CLI table
+lists the options and choices ``--help`` has, every option of ``settings.py`` is documented on its one
+page, and README's GraphRAG and DocRAG example runs as written."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _rows(text: str) -> dict[str, str]:
     return rows
 
 
-@pytest.mark.parametrize("name,text", [("README.md", README), ("docs/cli.md", CLI_MD)])
+@pytest.mark.parametrize("name,text", [("docs/cli.md", CLI_MD)])
 def test_documented_options_are_the_parsers(name: str, text: str) -> None:
     """Each row of the CLI table names the command's flags (all of them but --store, which every
     command takes; demo's --ui stands for the view's flags) and exactly the choices --help offers."""
@@ -100,6 +100,39 @@ def test_documented_options_are_the_parsers(name: str, text: str) -> None:
             choices = flags[flag].choices or (PROFILES if flag == "--profile" else None)
             assert choices is not None, (name, command, flag)
             assert sorted(values.split("|")) == sorted(choices), (name, command, flag, values, list(choices))
+
+
+# -- the options of settings.py: each on its page, once ------------------------------------------------
+
+
+def _home(variable: str) -> str:
+    """The page that documents a variable: serve's and the web view's on theirs, the example agents'
+    in examples/README.md, every other in docs/configuration.md."""
+    if variable.startswith("OTEL_PROV_SERVE_"):
+        return "docs/collector.md"
+    if variable.startswith("OTEL_PROV_UI_"):
+        return "docs/ui.md"
+    return "examples/README.md" if variable == "OTEL_PROV_EXAMPLE_MODEL" else "docs/configuration.md"
+
+
+def test_every_option_is_documented_on_its_page_and_nowhere_else_as_a_row() -> None:
+    """Each variable ``settings.py`` reads has a row (or, for the examples, a line) on its page; the
+    options table of docs/configuration.md holds no variable another page documents; the README names
+    none (it points to the pages)."""
+    from otel_prov.settings import ENV_VARS
+
+    for variable in ENV_VARS:
+        page = _home(variable)
+        text = (REPO / page).read_text(encoding="utf-8")
+        if page == "examples/README.md":
+            assert f"`{variable}`" in text, (variable, page)
+        else:
+            assert re.search(rf"^\|[^\n]*`{variable}`", text, re.M), (variable, page)
+    configuration = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(OTEL_PROV_[A-Z_]+)`", configuration, re.M)
+    assert rows and all(_home(v) == "docs/configuration.md" for v in rows), rows
+    assert set(rows) <= set(ENV_VARS), set(rows) - set(ENV_VARS)
+    assert "OTEL_PROV_" not in README
 
 
 # -- README's Python ---------------------------------------------------------------------------------
