@@ -545,7 +545,7 @@ def test_a_large_request_does_not_starve_a_small_one(make_server: Make) -> None:
             done.append("big")
 
         running = pool.submit(send_big)
-        pipeline = server.receiver._pipeline  # noqa: SLF001 - to know the big one is being mapped
+        pipeline = server.receiver._writer.pipeline  # type: ignore[attr-defined]  # noqa: SLF001 - to know the big one is being mapped
         wait_for(lambda: pipeline.spans > 0, "the large request to be mapped")
         client.Export(request_of(small_spans), timeout=60)
         done.append("small")

@@ -1,8 +1,9 @@
 """``otel-prov serve``: an OTLP trace receiver that writes the explainability graph.
 
-Transport-independent core.  :class:`Receiver` hands a decoded ``ExportTraceServiceRequest`` to the
-same ingest pipeline as the SDK exporter (:class:`~otel_prov.ingest.pipeline.IngestPipeline`), and
-answers only once its quads are committed to the store, so a client's retry covers every failure
+Transport-independent core.  :class:`Receiver` admits a decoded ``ExportTraceServiceRequest`` (or
+logs request) and hands it to its :class:`Writer`: :class:`~.inprocess.InProcess`, the SDK exporter's
+ingest pipeline in this process, or the mapping workers (:class:`~.workers.WorkerPool`); it answers
+only once the request's quads are committed to the store, so a client's retry covers every failure
 before the commit.  Back-pressure is a bounded number of
 requests in flight (and a bound on bytes not yet written): past it, and while the store is failing,
 requests are refused as retryable (``UNAVAILABLE`` / HTTP 503) with a retry delay.
@@ -24,12 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.problems import ProblemLog
-from ..ingest.writer import NotStored, WriterFull
+from ..ingest.writer import NotStored
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
-from ..mapping.mapper import Update
-from ..mapping.spans import otlp_logs, otlp_slices
 from ..settings import (
     DEFAULT_ACK_TIMEOUT,
     DEFAULT_MAX_INFLIGHT,
@@ -37,21 +35,14 @@ from ..settings import (
     DEFAULT_MEMORY_BUDGET,
 )
 from ..stores import WriteStore
-from .decode import log_problems
 from .guards import bearer_matches
-from .slices import SLICE_SPANS, Failure, Tally
+from .inprocess import InProcess
+from .messages import PoolResult
+from .slices import RETRY_BUSY_SECONDS, RETRY_DRAINING_SECONDS, RETRY_STORE_SECONDS, Failure
 from .workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 
-
-RETRY_BUSY_SECONDS = 1.0
-"""Retry delay suggested when the in-flight bound is reached."""
-RETRY_STORE_SECONDS = 5.0
-"""Retry delay suggested while the store is failing."""
-RETRY_DRAINING_SECONDS = 5.0
-_STORE_FAILING_GRACE = 0.5
-"""A waiting request answers UNAVAILABLE once the store has been failing this long (seconds)."""
 
 CLOSE_TIMEOUT = 120.0
 """Seconds to wait at shutdown for the writer to store what is queued (a hung store must not hang
@@ -84,9 +75,18 @@ def _unavailable(message: str, delay: float) -> Outcome:
     return Outcome(Answer.UNAVAILABLE, message, retry_after=delay)
 
 
-class StoreState(Protocol):
-    """What the receiver reads of the store's state, whoever writes (the in-process
-    :class:`~otel_prov.ingest.writer.Writer`, or the mapping workers' :class:`~.workers.WorkerPool`)."""
+class Writer(Protocol):
+    """Who maps and stores a request for the receiver, and what the receiver reads of the store's
+    state: :class:`~.inprocess.InProcess` (mapping in this process) or the mapping workers'
+    :class:`~.workers.WorkerPool`."""
+
+    def ingest(self, request: Any, body: bytes | None, deadline: float | None, ack_timeout: float,
+               logs: bool = False) -> PoolResult:
+        """Map and store ``request`` (``body``: its protobuf bytes, when the transport has them);
+        returns once it is durable, or with the failure in :attr:`PoolResult.failure`."""
+
+    def close(self, timeout: float) -> bool:
+        """Store what is queued and release the store; whether everything was stored."""
 
     @property
     def failing(self) -> str | None:
@@ -128,29 +128,6 @@ class ReceiverStats:
             "quads_submitted": self.quads_submitted,
             "refused": dict(self.refused),
         }
-
-
-class Turns:
-    """A lock granted in the order it was asked for (``threading.Lock`` is not fair: a thread that
-    releases it and asks again at once usually gets it back, so a large request mapped slice by
-    slice would still starve the others)."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition()
-        self._next = 0
-        self._serving = 0
-
-    def __enter__(self) -> None:
-        with self._cv:
-            ticket = self._next
-            self._next += 1
-            while self._serving != ticket:
-                self._cv.wait()
-
-    def __exit__(self, *exc: object) -> None:
-        with self._cv:
-            self._serving += 1
-            self._cv.notify_all()
 
 
 class MemoryBudget:
@@ -201,21 +178,16 @@ class Receiver:
         self.budget = MemoryBudget(memory_budget)
         self.transport_stats: dict[str, Callable[[], dict[str, int]]] = {}
         """Counters of the transports, for :meth:`health` (their connections, ...)."""
-        self._turns = Turns()
         self._token = token.encode("utf-8") if token else None
         self._max_inflight = max_inflight
         self._max_pending_bytes = max_pending_bytes
         self._ack_timeout = ack_timeout
-        self._pool = pool
-        """The mapping workers (``--workers N``), or None: mapping in this process."""
-        self._pipeline: IngestPipeline | None = None
-        if pool is None:
-            if store is None:
-                raise ValueError("a receiver needs a store or a worker pool")
-            self._pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
-                                            max_attribute_bytes=max_attribute_bytes)
-        self._state: StoreState = pool if pool is not None else self._pipeline.writer  # type: ignore[union-attr]
-        """What the receiver reads of the store's state: the in-process writer's, or the workers'."""
+        if pool is None and store is None:
+            raise ValueError("a receiver needs a store or a worker pool")
+        self._writer: Writer = pool if pool is not None else InProcess(
+            store, profile, rescue_dir=rescue_dir,  # type: ignore[arg-type]
+            max_attribute_bytes=max_attribute_bytes)
+        """Who maps and stores: the mapping workers (``--workers N``), or this process."""
         self.problems = ProblemLog(logger, "otel-prov serve")
         self.stats = ReceiverStats()
         self._cv = threading.Condition()
@@ -265,7 +237,7 @@ class Receiver:
         """Reserve ``nbytes`` of the memory budget for a request (its body, what decoding it
         takes); an UNAVAILABLE outcome if that would go past the budget.  :meth:`give` them back
         once the request is answered."""
-        if self.budget.take(nbytes, self._state.pending_bytes):
+        if self.budget.take(nbytes, self._writer.pending_bytes):
             return None
         self._refused("request refused: memory budget reached")
         return _unavailable("the receiver's memory budget is in use; retry", RETRY_BUSY_SECONDS)
@@ -292,15 +264,17 @@ class Receiver:
         if refusal is not None:
             return refusal
         try:
-            if self._pipeline is not None:
-                if logs:
-                    return self._ingest_logs(self._pipeline, request, deadline)
-                return self._ingest(self._pipeline, request, deadline)
-            if self._pool is not None:
-                return self._ingest_pool(self._pool, request, body, deadline, logs)
-            raise RuntimeError("a receiver without a store")
+            result = self._writer.ingest(request, body, deadline, self._ack_timeout, logs)
+            if result.problems:
+                self.problems.report(result.problems.elements())
+            if result.failure is not None:
+                kind, message = result.failure
+                self._refused_inflight(kind)
+                return _unavailable(message, kind.retry_after)
+            return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added,
+                                      logs)
         except NotStored as exc:  # the store refused it (a full disk): nothing of it is kept
-            self._refused_inflight("store failing")
+            self._refused_inflight(Failure.STORE_FAILING)
             return _unavailable(f"the store is failing ({exc}); retry later", RETRY_STORE_SECONDS)
         except Exception:
             self.problems.exception("unexpected error while ingesting (see the first traceback)")
@@ -311,7 +285,7 @@ class Receiver:
                 self._cv.notify_all()
 
     def _admit(self) -> Outcome | None:
-        writer = self._state
+        writer = self._writer
         with self._cv:
             self.stats.requests += 1
             if self._closed:
@@ -331,89 +305,6 @@ class Receiver:
         self.problems.report([f"request refused: {kind}"])
         return outcome
 
-    def _ingest(self, pipeline: IngestPipeline, request: Any, deadline: float | None) -> Outcome:
-        """Read, map and submit the request a slice at a time (:data:`SLICE_SPANS` spans): a large
-        request never holds all its spans as records at once, and it takes its turn at the mapping
-        slice by slice, in arrival order with the other requests, so it cannot starve them."""
-        tally = Tally()
-        updates: list[Update] = []
-        seq = pipeline.writer.submitted  # a request with no span waits for nothing new
-        slices = otlp_slices(request.resource_spans, SLICE_SPANS)
-        while True:
-            try:
-                # Reading a slice is Python work too: done in the turn, so the other requests' threads
-                # wait on the turn instead of contending for the GIL.
-                with self._turns:
-                    part = next(slices, None)
-                    if part is None:
-                        break
-                    submitted = pipeline.submit(part.records)
-            except WriterFull:
-                self._refused_inflight("the store is not keeping up")
-                return _unavailable("the store is not keeping up; retry", RETRY_BUSY_SECONDS)
-            except PipelineClosed:
-                self._refused_inflight("closed while mapping")
-                return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
-            seq, update = submitted.seq, submitted.update
-            updates.append(update)
-            problems = tally.add(part, update)
-            if problems:
-                self.problems.report(problems.elements())
-        failure = self._await(pipeline, seq, deadline)
-        if failure is not None:
-            for update in updates:  # the client's retry must write their traces whole
-                pipeline.unstored(update)
-            return failure
-        return self._acknowledged(tally.accepted, tally.rejected, tally.first_rejected, tally.added)
-
-    def _ingest_logs(self, pipeline: IngestPipeline, request: Any, deadline: float | None) -> Outcome:
-        """The GenAI events of a logs request, mapped in one turn (log records are small and few beside
-        spans) and stored; the other records (an application's own log lines) are not kept."""
-        seq = pipeline.writer.submitted
-        found = otlp_logs(request.resource_logs)
-        try:
-            with self._turns:
-                submitted = pipeline.submit([], found.records)
-        except WriterFull:
-            self._refused_inflight("the store is not keeping up")
-            return _unavailable("the store is not keeping up; retry", RETRY_BUSY_SECONDS)
-        except PipelineClosed:
-            self._refused_inflight("closed while mapping")
-            return _unavailable("the receiver is shutting down; retry", RETRY_DRAINING_SECONDS)
-        seq, update = submitted.seq, submitted.update
-        problems = [*found.problems, *log_problems(found), *update.problems]
-        if problems:
-            self.problems.report(problems)
-        failure = self._await(pipeline, seq, deadline)
-        if failure is not None:
-            pipeline.unstored(update)
-            return failure
-        return self._acknowledged(len(found.records), 0, "", len(update.add), logs=True)
-
-    def _ingest_pool(self, pool: WorkerPool, request: Any, body: bytes | None,
-                     deadline: float | None, logs: bool = False) -> Outcome:
-        """The workers map and store the request (:mod:`.workers`); answered once every part is
-        durable."""
-        if body is None:
-            body = bytes(request.SerializeToString())
-        limit = time.monotonic() + self._ack_timeout
-        if deadline is not None:
-            limit = min(limit, deadline)
-        if logs:
-            found = otlp_logs(request.resource_logs)  # what the workers leave out, counted once here
-            if found.problems or found.ignored or found.unattached:
-                self.problems.report([*found.problems, *log_problems(found)])
-        result = pool.ingest(body, limit, logs)
-        if result.problems:
-            self.problems.report(result.problems.elements())
-        if result.failure is not None:
-            kind, message = result.failure
-            self._refused_inflight(kind)
-            delay = (RETRY_BUSY_SECONDS if kind is Failure.TOO_SLOW else
-                     RETRY_DRAINING_SECONDS if kind is Failure.CLOSED else RETRY_STORE_SECONDS)
-            return _unavailable(message, delay)
-        return self._acknowledged(result.accepted, result.rejected, result.first_rejected, result.added, logs)
-
     def _acknowledged(self, accepted: int, rejected: int, first_rejected: str, added: int,
                       logs: bool = False) -> Outcome:
         with self._cv:
@@ -431,37 +322,6 @@ class Receiver:
             return Outcome(Answer.OK, message, rejected_spans=rejected)
         return Outcome(Answer.OK)
 
-    def _await(self, pipeline: IngestPipeline, seq: int, deadline: float | None) -> Outcome | None:
-        """None once ``seq`` is committed; an UNAVAILABLE outcome if the store fails or is too slow."""
-        start = time.monotonic()
-        limit = start + self._ack_timeout
-        if deadline is not None:
-            limit = min(limit, deadline)
-        failing_since: float | None = None
-        while True:
-            before = time.monotonic()
-            if pipeline.writer.wait(seq, timeout=0.05):
-                if self._closed:  # the drain timed out: a closing writer may have rescued, not stored
-                    self._refused_inflight("closed before the commit was confirmed")
-                    return _unavailable("the receiver closed; retry", RETRY_DRAINING_SECONDS)
-                return None
-            now = time.monotonic()
-            if now - before < 0.04 and not pipeline.writer.failing:  # the writer thread is gone
-                self._refused_inflight("writer stopped")
-                return _unavailable("the receiver's writer has stopped; retry", RETRY_STORE_SECONDS)
-            failing = pipeline.writer.failing
-            if failing:
-                failing_since = failing_since or now
-                if now - failing_since >= _STORE_FAILING_GRACE:
-                    self._refused_inflight("store failing")
-                    return _unavailable(f"the store is failing ({failing}); retry later",
-                                        RETRY_STORE_SECONDS)
-            else:
-                failing_since = None
-            if now >= limit:
-                self._refused_inflight("store too slow (ack timeout)")
-                return _unavailable("the store did not commit in time; retry", RETRY_BUSY_SECONDS)
-
     def _refused_inflight(self, kind: str) -> None:
         """A request admitted but answered UNAVAILABLE (its quads may still be written later;
         the client's retry is idempotent)."""
@@ -472,7 +332,7 @@ class Receiver:
     # -- health and shutdown ----------------------------------------------------------------------
 
     def healthy(self) -> bool:
-        return not self._draining and not self._closed and not self._state.failing
+        return not self._draining and not self._closed and not self._writer.failing
 
     def health(self) -> dict[str, Any]:
         status = "ok" if self.healthy() else ("draining" if self._draining else "store failing")
@@ -480,9 +340,9 @@ class Receiver:
             info: dict[str, Any] = {"status": status, "in_flight": self._inflight}
             info.update(self.stats.as_dict())
         info["memory_reserved"] = self.budget.reserved
-        info["memory_queued"] = self._state.pending_bytes
-        info["store_failures"] = self._state.failures
-        info["quads_written"] = self._state.written_quads
+        info["memory_queued"] = self._writer.pending_bytes
+        info["store_failures"] = self._writer.failures
+        info["quads_written"] = self._writer.written_quads
         info["problems"] = dict(self.problems.counts)
         for name, counters in self.transport_stats.items():
             info[name] = counters()
@@ -507,6 +367,4 @@ class Receiver:
                 return True
             self._closed = True
             self._draining = True
-        if self._pipeline is not None:
-            return self._pipeline.close(CLOSE_TIMEOUT)
-        return self._pool.close(CLOSE_TIMEOUT) if self._pool is not None else True
+        return self._writer.close(CLOSE_TIMEOUT)

@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from ..mapping.mapper import Update
 from ..mapping.spans import OtlpSlice
 
+RETRY_BUSY_SECONDS = 1.0
+"""Retry delay suggested when the in-flight bound is reached, or the store is slow."""
+RETRY_STORE_SECONDS = 5.0
+"""Retry delay suggested while the store is failing."""
+RETRY_DRAINING_SECONDS = 5.0
+"""Retry delay suggested while the receiver shuts down."""
+
 
 class Failure(str, enum.Enum):
     """Why a request was not acknowledged (the client is answered UNAVAILABLE and retries).  Its
@@ -18,9 +25,25 @@ class Failure(str, enum.Enum):
 
     STORE_FAILING = "store failing"
     TOO_SLOW = "store too slow (ack timeout)"
+    NOT_KEEPING_UP = "the store is not keeping up"
+    """The writer's queue stayed full (in-process mapping)."""
+    WRITER_STOPPED = "writer stopped"
     CLOSED = "closed"
+    CLOSED_WHILE_MAPPING = "closed while mapping"
+    CLOSED_UNCONFIRMED = "closed before the commit was confirmed"
+    """The drain ran out and the closing writer may have rescued the quads to a file."""
     INTERNAL = "internal error"
     WORKER_STOPPED = "worker stopped"
+
+    @property
+    def retry_after(self) -> float:
+        """The retry delay the client is told (seconds): soon when the store is only busy, later
+        while it fails or the receiver shuts down."""
+        if self in (Failure.TOO_SLOW, Failure.NOT_KEEPING_UP):
+            return RETRY_BUSY_SECONDS
+        if self in (Failure.CLOSED, Failure.CLOSED_WHILE_MAPPING, Failure.CLOSED_UNCONFIRMED):
+            return RETRY_DRAINING_SECONDS
+        return RETRY_STORE_SECONDS
 
     def __str__(self) -> str:
         return self.value

@@ -39,11 +39,14 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
 from ..mapping.mapper import ConversationOp
+from ..mapping.spans import otlp_logs
 from ..processes import interpreter
 from ..stores import StoreSpec
+from .decode import log_problems
 from .messages import (
     CLOSE_GRACE,
     Close,
@@ -284,11 +287,26 @@ class WorkerPool:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def ingest(self, body: bytes, deadline: float, logs: bool = False) -> PoolResult:
-        """Have every worker map and store its part of the request ``body`` (an
-        ``ExportTraceServiceRequest``, or with ``logs`` an ``ExportLogsServiceRequest``: each worker
-        takes the log records of its traces); returns once each part is durable (and the
-        conversation changes it caused), or with the first failure."""
+    def ingest(self, request: Any, body: bytes | None, deadline: float | None, ack_timeout: float,
+               logs: bool = False) -> PoolResult:
+        """Have every worker map and store its part of ``request`` (an ``ExportTraceServiceRequest``,
+        or with ``logs`` an ``ExportLogsServiceRequest``: each worker takes the log records of its
+        traces), sent as ``body``, its protobuf bytes (serialized here if None); returns once each
+        part is durable (and the conversation changes it caused) -- within ``ack_timeout`` seconds,
+        and by ``deadline`` (``time.monotonic()``) -- or with the first failure."""
+        if body is None:
+            body = bytes(request.SerializeToString())
+        limit = time.monotonic() + ack_timeout
+        deadline = limit if deadline is None else min(limit, deadline)
+        counted = PoolResult()
+        if logs:
+            found = otlp_logs(request.resource_logs)  # what the workers leave out, counted once here
+            counted.problems.update([*found.problems, *log_problems(found)])
+        total = self._ingest(body, deadline, logs)
+        total.problems.update(counted.problems)
+        return total
+
+    def _ingest(self, body: bytes, deadline: float, logs: bool) -> PoolResult:
         rid = next(self._ids)
         call = _Call(self.count)
         for worker in self.workers:
