@@ -47,7 +47,7 @@ from benchmarks.bench_ingest import build_spans  # noqa: E402
 from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
-from tests.procs import Serve, peak_rss_kib, start_serve  # noqa: E402
+from tests.support.procs import Serve, peak_rss_kib, start_serve  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MIB = 1024 * 1024

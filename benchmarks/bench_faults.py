@@ -59,8 +59,8 @@ from otel_prov.model.quads import nquads  # noqa: E402
 from otel_prov.serve.grpc_transport import RETRY_INFO_TRAILER  # noqa: E402
 from otel_prov.stores import segments  # noqa: E402
 from otel_prov.stores.logstore import open_reader  # noqa: E402
-from tests import mounts  # noqa: E402
-from tests.procs import Serve, http_get, peak_rss_kib, start_serve  # noqa: E402
+from tests.support import mounts  # noqa: E402
+from tests.support.procs import Serve, http_get, peak_rss_kib, start_serve  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 FAULTS = ("kill9", "disk-full", "read-only", "fd-limit", "segments")

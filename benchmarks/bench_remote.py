@@ -49,8 +49,8 @@ from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
 from otel_prov.stores.sparql import MAX_POST_BYTES, split_lines  # noqa: E402
-from tests.procs import start_serve  # noqa: E402
-from tests.sparql_servers import SparqlServer, start_fuseki, start_oxigraph  # noqa: E402
+from tests.support.procs import start_serve  # noqa: E402
+from tests.support.sparql_servers import SparqlServer, start_fuseki, start_oxigraph  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

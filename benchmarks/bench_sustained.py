@@ -37,7 +37,7 @@ from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
 from otel_prov.stores.logstore import open_reader  # noqa: E402
-from tests.procs import clean_env, start_serve  # noqa: E402
+from tests.support.procs import clean_env, start_serve  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:

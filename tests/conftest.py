@@ -17,10 +17,10 @@ from otel_prov.settings import ENV_VARS
 
 INTEROP_SPANS = "OTEL_PROV_TESTS_INTEROP_SPANS"
 """A directory where the real-instrumentation scenarios' spans are kept between test runs (set by
-scripts/mutation.sh, which runs the tests once per mutant); unset, each test session runs them."""
+tests/mutation/mutation.sh, which runs the tests once per mutant); unset, each test session runs them."""
 
 if os.environ.get("HYPOTHESIS_PROFILE") == "mutation":
-    # scripts/mutation.sh runs the tests once per mutant: a failing example is enough to kill it, so
+    # tests/mutation/mutation.sh runs the tests once per mutant: a failing example is enough to kill it, so
     # hypothesis neither shrinks nor explains it (which took up to a minute a mutant), and keeps no
     # database between the forked runs.
     settings.register_profile("mutation", phases=[Phase.explicit, Phase.generate], database=None)
@@ -28,10 +28,12 @@ if os.environ.get("HYPOTHESIS_PROFILE") == "mutation":
 
 if TYPE_CHECKING:
     from tests.interop.runner import Captured
+    from tests.support.procs import Proc
+    from tests.support.serving import Make
 
 FAST = frozenset({
-    "test_dialect_readers", "test_exact", "test_flows", "test_genai", "test_golden", "test_guards",
-    "test_imports", "test_mapper_bounds", "test_model", "test_public_api", "test_readers", "test_settings",
+    "test_content_readers", "test_dialect_readers", "test_flows", "test_genai", "test_golden",
+    "test_guards", "test_imports", "test_mapper_bounds", "test_model", "test_public_api", "test_settings",
     "test_shapes", "test_strict", "test_svg_layout", "test_trustgraph_vocab", "test_values",
 })
 """The fast layer (``pytest -m fast``, ~20 s): the modules that start no server, no real framework and
@@ -67,7 +69,7 @@ def interop(tmp_path_factory: pytest.TempPathFactory) -> Captured:
     """The spans of the real-instrumentation scenarios (tests/interop), each run once per test
     session.  Without the interop packages: skipped, or failed under CI (``CI=true``)."""
     from tests.interop.runner import Captured, missing_packages
-    from tests.procs import in_ci
+    from tests.support.procs import in_ci
 
     reason = missing_packages()
     if reason is not None:
@@ -78,3 +80,31 @@ def interop(tmp_path_factory: pytest.TempPathFactory) -> Captured:
     if kept:
         return Captured(Path(kept), reuse=True)
     return Captured(tmp_path_factory.mktemp("interop"))
+
+
+@pytest.fixture
+def make_server() -> Iterator[Make]:
+    """Makes the receiver's real gRPC and HTTP servers on port 0 around an in-memory store (or the one
+    given); each is stopped after the test."""
+    from tests.support.serving import server_maker
+
+    yield from server_maker()
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    """Processes to stop at the end, whatever happens: SIGTERM, then SIGKILL if one does not exit."""
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.terminate(timeout=15)
+
+
+@pytest.fixture
+def killed_procs() -> Iterator[list[Proc]]:
+    """Processes killed (SIGKILL) at the end if they are still running: children that may be stuck."""
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.popen.poll() is None:
+            proc.kill9()

@@ -154,3 +154,35 @@ def test_stores_imports_run_one_way_even_when_deferred() -> None:
 
     circles = sorted(m for m in inside if reaches(m, m, set()))
     assert circles == []
+
+
+TESTS = REPO / "tests"
+TEST_DIRS = {"mapping", "model", "ingest", "stores", "serve", "render", "web", "cli", "examples", "system"}
+"""tests/ mirrors the package: a directory per part of ``otel_prov`` that has tests of its own (and
+``system`` for what crosses them all: real processes end to end, the docs, the newcomer's path); the
+tests of a top-level module (``settings.py``, ``instrument.py``) sit at the top."""
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared code lives in tests/support/ (and fixtures in conftest.py), never in a test module."""
+    offenders = []
+    for path in TESTS.rglob("test_*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(part.startswith("test_") for name in names if name.startswith("tests")
+                   for part in name.split(".")):
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """Every test module is in the directory of the part it tests (or at the top, or in system/), and
+    every such directory is a part of the package."""
+    parts = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert TEST_DIRS - {"system"} <= parts
+    for path in TESTS.rglob("test_*.py"):
+        where = path.relative_to(TESTS).parts[:-1]
+        assert where == () or where[0] in TEST_DIRS | {"interop"}, path

@@ -203,7 +203,7 @@ class Captured:
         self.out = out
         self.reuse = reuse
         """Read a scenario's spans from ``out`` when an earlier run left them there (the mutation run,
-        scripts/mutation.sh: the scenarios run once, not once per mutant)."""
+        tests/mutation/mutation.sh: the scenarios run once, not once per mutant)."""
         self._spans: dict[str, list[SpanRecord]] = {}
         self._logs: dict[str, list[LogRecord]] = {}
 

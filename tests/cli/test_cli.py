@@ -1,0 +1,900 @@
+"""The ``otel-prov`` command against stores filled by real spans of the example flows."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pyoxigraph
+import pytest
+import rdflib
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otel_prov import ProvSpanExporter, agent_session, load_dataset
+from otel_prov.cli import build_parser, main
+from otel_prov.cli.read import Progress
+from otel_prov.examples.rag import graph_rag
+from otel_prov.examples.tools import knowledge_graph
+from otel_prov.model.vocab import GRAPH_RETRIEVAL
+from otel_prov.read.reader import TraceReader
+from otel_prov.render import LIST_FORMATS, TRACE_FORMATS
+from otel_prov.render.rdf import EXPORT_FORMATS
+from otel_prov.render.results import RESULT_FORMATS
+from otel_prov.stores import open_for_reading, parse_store
+from tests.support.cli import Filled, cli, fill, one_error_line
+from tests.support.graphs import assert_isomorphic
+
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+TG = "https://trustgraph.ai/ns/"
+PROV = "http://www.w3.org/ns/prov#"
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
+    return fill(tmp_path_factory.mktemp("cli") / "store")
+
+
+# -- list -------------------------------------------------------------------------------------------
+
+
+def test_list_table_newest_first_without_subtraces(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "list", "--store", str(filled.path))
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert [c.strip() for c in lines[0].split("|")] == ["Session ID", "Type", "Question", "Time", "Steps",
+                                                        "Duration", "Status"]
+    assert set(lines[1]) <= {"-", "+"}
+    body = [[c.strip() for c in line.split("|")] for line in lines[2:]]
+    # six top-level sessions; the agent's document search (a sub-trace) is not listed
+    assert len(body) == 6
+    ids = [row[0] for row in body]
+    assert filled.agent.explain_id in ids and filled.graph.explain_id in ids
+    subtrace_questions = [row[2] for row in body if row[2].startswith("How densely")]
+    assert subtrace_questions == []
+    times = [row[3] for row in body]
+    assert all(TIME.fullmatch(t) for t in times)
+    assert times == sorted(times, reverse=True)
+    by_id = {row[0]: row for row in body}
+    assert by_id[filled.agent.explain_id][1] == "Agent"
+    assert by_id[filled.graph.explain_id][1] == "GraphRAG"
+    assert by_id[filled.docs.explain_id][1] == "DocRAG"
+    assert by_id[filled.agent.explain_id][6] == "complete"
+    assert by_id[filled.unfinished][1:7:5] == ["Agent", "unfinished"]
+    assert by_id[filled.failed][1:7:5] == ["Agent", "error"]
+    # Steps: the Analysis steps the example agent took (its trace read back), the Exploration and
+    # Focus of a RAG query; a duration from the session's first start to its last end.
+    store = open_for_reading(parse_store(str(filled.path)))
+    try:
+        agent_trace, _ = TraceReader(store).trace(filled.agent.explain_id)
+    finally:
+        store.close()
+    analyses = sum(s.kind == "Analysis" for s in agent_trace.steps)
+    assert analyses >= 2 and by_id[filled.agent.explain_id][4] == str(analyses)
+    assert by_id[filled.graph.explain_id][4] == "2" and by_id[filled.docs.explain_id][4] == "1"
+    assert all(re.fullmatch(r"[\d.]+ (ms|s)", row[5]) for row in body)
+    # the question is cut to 45 characters, as TrustGraph's
+    question = by_id[filled.agent.explain_id][2]
+    assert len(question) == 45 and question.endswith("...")
+    assert filled.agent.question.startswith(question[:-3])
+
+
+def test_list_json_filters(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json")
+    rows = json.loads(r.out)
+    assert {"id", "type", "question", "time", "traceId", "collection", "status"} <= set(rows[0])
+    assert {row["type"] for row in rows} == {"Agent", "GraphRAG", "DocRAG"}
+    agent = next(row for row in rows if row["id"] == filled.agent.explain_id)
+    assert agent["question"] == filled.agent.question
+    assert agent["traceId"] == filled.agent.trace_id
+    assert agent["status"] == "complete"
+
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--type", "agent")
+    assert {row["id"] for row in json.loads(r.out)} == {filled.agent.explain_id, filled.unfinished,
+                                                        filled.failed}
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--limit", "2")
+    assert [row["id"] for row in json.loads(r.out)] == [row["id"] for row in rows[:2]]
+    r = cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json", "--collection", "other")
+    assert [row["id"] for row in json.loads(r.out)] == [filled.other.explain_id]
+
+
+def test_list_collection_and_store_from_environment(filled: Filled, capsysbinary: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_PROV_STORE", str(filled.path))
+    monkeypatch.setenv("OTEL_PROV_COLLECTION", "other")
+    r = cli(capsysbinary, "list", "--format", "json")
+    assert [row["id"] for row in json.loads(r.out)] == [filled.other.explain_id]
+
+
+def test_list_empty_store(tmp_path: Path, capsysbinary: Any) -> None:
+    ProvSpanExporter(store=str(tmp_path / "empty")).shutdown()
+    r = cli(capsysbinary, "list", "--store", str(tmp_path / "empty"))
+    assert (r.code, r.out, r.err) == (0, "No explainability sessions found.\n", "")
+    r = cli(capsysbinary, "list", "--store", str(tmp_path / "empty"), "--format", "json")
+    assert json.loads(r.out) == []
+
+
+def test_reads_never_create_a_store(tmp_path: Path, capsysbinary: Any) -> None:
+    missing = tmp_path / "nothing-here"
+    for argv in (["list"], ["show", "urn:trustgraph:agent:x"], ["export"], ["query", "ASK {}"]):
+        r = cli(capsysbinary, *argv, "--store", str(missing))
+        one_error_line(r, "no store at", str(missing))
+    assert not missing.exists()
+    r = cli(capsysbinary, "list", "--store", "memory:")
+    one_error_line(r, "memory:", code=2)
+    r = cli(capsysbinary, "list", "--store", "bogus://x")
+    one_error_line(r, "unknown store", code=2)
+
+
+# -- show -------------------------------------------------------------------------------------------
+
+
+def _section(lines: list[str], title: str) -> list[str]:
+    start = lines.index(title)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("--- ")), len(lines))
+    return lines[start + 1:end]
+
+
+def test_show_agent_text(filled: Filled, capsysbinary: Any) -> None:
+    agent = filled.agent
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path))
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== Agent Session: {agent.explain_id} ==="
+    assert lines[1] == ""
+    assert lines[2] == f"Question: {agent.question}"
+    assert TIME.fullmatch(lines[3].removeprefix("Time: "))
+    assert lines[4] == f"Trace ID: {agent.trace_id}"
+    assert lines[5] == "Collection: default"
+    assert not any(line.startswith("Jaeger:") for line in lines)
+    # every cycle, in order, with thought, action, pretty-printed arguments and observation
+    for n, turn in enumerate(agent.turns, 1):
+        block = _section(lines, f"--- Analysis {n} ---")
+        assert block[0] == f"  Thought: {turn.act.thought}"
+        assert block[1] == f"  Action: {turn.act.tool}"
+        assert block[2] == "  Arguments:"
+        pretty = json.dumps(turn.act.arguments, indent=4, ensure_ascii=False).splitlines()
+        assert block[3:3 + len(pretty)] == ["    " + line for line in pretty]
+        assert block[3 + len(pretty)] == f"  Observation: {turn.observation}"
+    last = _section(lines, f"--- Analysis {len(agent.turns) + 1} ---")
+    assert last[0].startswith("  Thought: ")
+    assert _section(lines, "--- Conclusion ---")[:2] == ["Answer:", f"  {agent.answer}"]
+    assert lines[-1] == f"  {agent.answer}"
+    assert "--- Unfinished ---" not in lines
+    # the document search ran a DocRAG query: shown as a sub-trace of its step
+    search = next(n for n, t in enumerate(agent.turns, 1) if t.act.tool == "search_documents")
+    block = _section(lines, f"--- Analysis {search} ---")
+    assert "  Sub-trace (DocRAG, derived from this step):" in block
+    start = block.index("  Sub-trace (DocRAG, derived from this step):")
+    assert block[start + 1].startswith("    === DocRAG Session: urn:trustgraph:docrag:")
+    assert f"    Derived from: {agent.explain_id}/i{search}" in block
+    assert "    Retrieved 3 chunks from document store" in lines
+
+
+def test_show_graph_rag_text(filled: Filled, capsysbinary: Any) -> None:
+    g = filled.graph
+    r = cli(capsysbinary, "show", g.explain_id, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== GraphRAG Session: {g.explain_id} ==="
+    assert lines[2] == f"Question: {g.question}"
+    exploration = _section(lines, "--- Exploration ---")
+    assert exploration[0] == f"Retrieved {len(g.retrieved)} edges from knowledge graph"
+    focus = _section(lines, "--- Focus (Edge Selection) ---")
+    assert focus[0] == f"Selected {len(g.selected)} edges:"
+    kg = knowledge_graph()
+    names = [line for line in focus if re.match(r"  \d+\. \(", line)]
+    assert len(names) == len(g.selected)
+    for i, (edge, line) in enumerate(zip(g.selected, names, strict=False), 1):
+        local = [v.rsplit("/", 1)[-1] for v in edge]
+        assert line == f"  {i}. ({', '.join(local)})"
+    assert sum(line.startswith("     Reasoning: shares ") for line in focus) == len(g.selected)
+    assert _section(lines, "--- Synthesis ---") == ["Answer:", f"  {g.answer}"]
+    assert kg.graph  # the edges shown are the knowledge graph's
+
+
+def test_show_doc_rag_text_and_jaeger_link(filled: Filled, capsysbinary: Any,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    d = filled.docs
+    r = cli(capsysbinary, "show", d.explain_id, "--store", str(filled.path),
+            "--jaeger-url", "http://jaeger.example:16686/")
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== DocRAG Session: {d.explain_id} ==="
+    assert f"Jaeger: http://jaeger.example:16686/trace/{d.trace_id}" in lines
+    chunks = [hit["id"] for hit in d.retrieved]
+    assert _section(lines, "--- Exploration ---")[:2] == [
+        f"Retrieved {len(chunks)} chunks from document store", f"  Chunks: {', '.join(chunks)}"]
+    assert _section(lines, "--- Synthesis ---") == ["Answer:", f"  {d.answer}"]
+    monkeypatch.setenv("OTEL_PROV_JAEGER_URL", "http://localhost:16686")
+    r = cli(capsysbinary, "show", d.explain_id, "--store", str(filled.path))
+    assert f"Jaeger: http://localhost:16686/trace/{d.trace_id}" in r.out.splitlines()
+
+
+def test_show_unfinished_and_failed_sessions(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "show", filled.unfinished, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert "--- Analysis 1 ---" in lines and "--- Conclusion ---" not in lines
+    assert lines[-2:] == ["--- Unfinished ---", "No Conclusion recorded: the session is still running, "
+                          "or it stopped before answering."]
+    assert json.loads(cli(capsysbinary, "show", filled.unfinished, "--store", str(filled.path),
+                          "--format", "json").out)["status"] == "unfinished"
+
+    r = cli(capsysbinary, "show", filled.failed, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert "  Error: PolicyError: the model went away" in _section(lines, "--- Analysis 2 ---")
+    assert "Error: PolicyError: the model went away" in lines  # on the session too
+    assert lines[-2:] == ["--- Unfinished ---",
+                          "No Conclusion recorded: the session stopped with an error (see above)."]
+
+
+def test_show_a_step_iri_shows_its_session(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "show", f"{filled.agent.explain_id}/i2", "--store", str(filled.path))
+    assert r.out.splitlines()[0] == f"=== Agent Session: {filled.agent.explain_id} ==="
+
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
+
+
+def test_json_follows_the_documented_schemas(filled: Filled, capsysbinary: Any) -> None:
+    """list and show JSON (every session, failed and unfinished ones, sub-traces, a Jaeger link) match
+    docs/schema/, whose trace and selected-edge objects allow no other key: one key style."""
+    sessions = json.loads((SCHEMAS / "sessions.schema.json").read_text())
+    trace = json.loads((SCHEMAS / "trace.schema.json").read_text())
+    for schema in (sessions, trace):
+        jsonschema.Draft202012Validator.check_schema(schema)
+    rows = json.loads(cli(capsysbinary, "list", "--store", str(filled.path), "--format", "json").out)
+    jsonschema.validate(rows, sessions)
+    assert {row["status"] for row in rows} == {"complete", "unfinished", "error"}
+    for row in rows:
+        shown = json.loads(cli(capsysbinary, "show", row["id"], "--store", str(filled.path), "--format",
+                               "json", "--jaeger-url", "http://127.0.0.1:16686").out)
+        jsonschema.validate(shown, trace)
+        assert shown["jaegerUrl"] == f"http://127.0.0.1:16686/trace/{row['traceId']}"
+    bad = {**rows[0], "trace_id": rows[0]["traceId"]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([bad], sessions)
+
+
+def test_every_output_ends_with_a_newline(filled: Filled, capsysbinary: Any) -> None:
+    store = str(filled.path)
+    runs = [("list", "--format", f) for f in LIST_FORMATS]
+    runs += [("show", filled.agent.explain_id, "--format", f) for f in TRACE_FORMATS]
+    runs += [("export", "--format", f) for f in EXPORT_FORMATS]
+    runs += [("query", q, "--format", f) for f in RESULT_FORMATS
+             for q in ("SELECT ?q WHERE { ?q tg:query ?t }", "ASK { ?q tg:query ?t }",
+                       "CONSTRUCT { ?q tg:query ?t } WHERE { ?q tg:query ?t }")]
+    for argv in runs:
+        out = cli(capsysbinary, *argv, "--store", store).out
+        assert out.endswith("\n") and not out.endswith("\n\n\n"), argv
+
+
+def test_show_json(filled: Filled, capsysbinary: Any) -> None:
+    agent = filled.agent
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "json")
+    data = json.loads(r.out)
+    assert (data["id"], data["type"], data["question"], data["status"]) == (
+        agent.explain_id, "Agent", agent.question, "complete")
+    assert data["traceId"] == agent.trace_id
+    analyses = [s for s in data["steps"] if s["kind"] == "Analysis"]
+    assert [s["number"] for s in analyses] == list(range(1, len(agent.turns) + 2))
+    for step, turn in zip(analyses, agent.turns, strict=False):
+        assert (step["thought"], step["action"]) == (turn.act.thought, turn.act.tool)
+        assert json.loads(step["arguments"]) == turn.act.arguments
+    assert data["steps"][-1]["kind"] == "Conclusion" and data["steps"][-1]["answer"] == agent.answer
+    subs = [sub for s in data["steps"] for sub in s["subtraces"]]
+    assert len(subs) == 1 and subs[0]["type"] == "DocRAG" and subs[0]["status"] == "complete"
+    r = cli(capsysbinary, "show", filled.graph.explain_id, "--store", str(filled.path), "--format", "json")
+    focus = next(s for s in json.loads(r.out)["steps"] if s["kind"] == "Focus")
+    assert [e["edge"] for e in focus["selectedEdges"]] == filled.graph.selected
+
+
+def test_show_turtle_is_the_trace_subgraph(filled: Filled, capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "show", filled.docs.explain_id, "--store", str(filled.path), "--format", "turtle")
+    shown = rdflib.Graph().parse(data=r.out, format="turtle")
+    stored = load_dataset(str(filled.path)).graph(rdflib.URIRef(GRAPH_RETRIEVAL))
+    expected = rdflib.Graph()
+    prefix = filled.docs.explain_id
+    for s, p, o in stored:
+        if str(s).startswith(prefix):
+            expected.add((s, p, o))
+    assert_isomorphic(expected, shown)
+
+
+def test_show_dot_and_svg(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    agent = filled.agent
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "dot")
+    assert r.out.startswith("digraph provenance {")
+    nodes = re.findall(r"^  n\d+ \[label=", r.out, re.M)
+    steps = len(agent.turns) + 1 + 1  # analyses and the conclusion
+    subtrace = 3  # the DocRAG question, exploration and synthesis
+    assert len(nodes) == 1 + steps + subtrace
+    assert r.out.count("shape=box") == 2  # the two questions (prov:Activity in the seed profile)
+    assert len(re.findall(r"n\d+ -> n\d+ \[label=\"wasDerivedFrom\"\]", r.out)) == steps + 2
+
+    out = tmp_path / "trace.svg"
+    r = cli(capsysbinary, "show", agent.explain_id, "--store", str(filled.path), "--format", "svg",
+            "--output", str(out))
+    assert (r.code, r.out, r.err) == (0, "", "")
+    svg = ET.parse(out).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    groups = svg.findall(f"{ns}g")
+    assert len(groups) == 1 + steps + subtrace
+    assert sum(g.find(f"{ns}rect") is not None for g in groups) == 2
+    assert sum(g.find(f"{ns}ellipse") is not None for g in groups) == steps + subtrace - 1
+    titles = {g.find(f"{ns}title").text for g in groups}  # type: ignore[union-attr]
+    assert agent.explain_id in titles and f"{agent.explain_id}/final" in titles
+    assert len(svg.findall(f"{ns}path")) == steps + 2 + 1  # + the DocRAG wasGeneratedBy
+
+
+def test_show_strict_profile_draws_agents(tmp_path: Path, capsysbinary: Any) -> None:
+    exporter = ProvSpanExporter(store=str(tmp_path / "s"), profile="strict")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    result = graph_rag(tracer_provider=provider)
+    provider.shutdown()
+    r = cli(capsysbinary, "show", result.explain_id, "--store", str(tmp_path / "s"))
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== GraphRAG Session: {result.explain_id} ==="
+    assert _section(lines, "--- Synthesis ---") == ["Answer:", f"  {result.answer}"]
+    r = cli(capsysbinary, "show", result.explain_id, "--store", str(tmp_path / "s"), "--format", "svg")
+    svg = ET.fromstring(r.out)
+    assert svg.findall(".//{http://www.w3.org/2000/svg}polygon")  # the software agent's house
+
+
+def test_svg_of_text_with_control_characters_is_well_formed(tmp_path: Path, capsysbinary: Any) -> None:
+    exporter = ProvSpanExporter(store=str(tmp_path / "s"))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session("nul\x00 escape\x1b?", session_id="ctl", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.thought("bell\x07")
+        session.conclude("form feed\x0c")
+    provider.shutdown()
+    r = cli(capsysbinary, "show", session.explain_id, "--store", str(tmp_path / "s"), "--format", "svg")
+    assert r.code == 0
+    svg = ET.fromstring(r.out)  # raises on a character XML cannot hold
+    texts = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+    assert "nul\ufffd escape\ufffd?" in texts
+
+
+def test_show_unknown_step_type_is_shown(tmp_path: Path, capsysbinary: Any) -> None:
+    """A trace whose first step this viewer does not know (TrustGraph's shows nothing)."""
+    store_path = tmp_path / "foreign"
+    q = "urn:trustgraph:agent:foreign-1"
+    data = f"""
+<{q}> a <{PROV}Activity>, <{TG}Question>, <{TG}AgentQuestion> ;
+    <{TG}query> "Plan a trip" ; <{PROV}startedAtTime> "2026-01-02T03:04:05Z" .
+<{q}/plan> a <{PROV}Entity>, <{TG}Plan> ; <{TG}planStep> "book a train" ;
+    <{PROV}wasDerivedFrom> <{q}> .
+<{q}/i1> a <{PROV}Entity>, <{TG}Analysis> ; <{TG}thought> "first, the train" ;
+    <{TG}action> "book" ; <{PROV}wasDerivedFrom> <{q}/plan> .
+"""
+    store = pyoxigraph.Store(str(store_path))
+    store.load(input=data.encode(), format=pyoxigraph.RdfFormat.TURTLE,
+               to_graph=pyoxigraph.NamedNode(GRAPH_RETRIEVAL))
+    store.flush()
+    del store
+    r = cli(capsysbinary, "show", q, "--store", str(store_path))
+    lines = r.out.splitlines()
+    assert lines[0] == f"=== Agent Session: {q} ==="
+    assert lines[2:4] == ["Question: Plan a trip", "Time: 2026-01-02T03:04:05.000000000Z"]
+    assert _section(lines, "--- Plan ---") == [f"  Node: {q}/plan", "  planStep: book a train", ""]
+    assert _section(lines, "--- Analysis 1 ---")[:2] == ["  Thought: first, the train", "  Action: book"]
+    assert lines[-2:] == ["--- Unfinished ---", "No Conclusion recorded: the session is still running, "
+                          "or it stopped before answering."]
+
+
+def test_show_bad_input(filled: Filled, capsysbinary: Any) -> None:
+    one_error_line(cli(capsysbinary, "show", "urn:trustgraph:agent:no-such", "--store", str(filled.path)),
+                   "no trace urn:trustgraph:agent:no-such")
+    one_error_line(cli(capsysbinary, "show", "not an iri", "--store", str(filled.path)),
+                   "neither an IRI nor a trace id: 'not an iri'", code=2)
+    one_error_line(cli(capsysbinary, "show", "urn:x>} DROP ALL", "--store", str(filled.path)),
+                   "neither an IRI nor a trace id", code=2)
+    one_error_line(cli(capsysbinary, "show", filled.agent.explain_id, "--store", str(filled.path),
+                       "--output", "/nonexistent-dir/x.svg"), "cannot write /nonexistent-dir/x.svg")
+
+
+# -- export -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt,rdflib_format", [("turtle", "turtle"), ("trig", "trig"),
+                                               ("nquads", "nquads"), ("jsonld", "json-ld")])
+def test_export_everything(filled: Filled, capsysbinary: Any, fmt: str, rdflib_format: str) -> None:
+    r = cli(capsysbinary, "export", "--store", str(filled.path), "--format", fmt)
+    assert r.code == 0 and r.err == ""
+    stored = load_dataset(str(filled.path))
+    if fmt == "turtle":
+        exported: Any = rdflib.Graph().parse(data=r.out, format=rdflib_format)
+        assert_isomorphic(stored.graph(rdflib.URIRef(GRAPH_RETRIEVAL)), exported)
+    else:
+        exported = rdflib.Dataset()
+        exported.parse(data=r.out, format=rdflib_format)
+        assert_isomorphic(stored, exported)
+
+
+def test_export_sessions_and_collection(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    out = tmp_path / "agent.nq"
+    r = cli(capsysbinary, "export", "--store", str(filled.path), "--session", filled.agent.explain_id,
+            "--format", "nquads", "--output", str(out))
+    assert (r.code, r.out, r.err) == (0, "", "")
+    ds = rdflib.Dataset()
+    ds.parse(out, format="nquads")
+    questions = {str(s) for s, _, _, _ in ds.quads((None, rdflib.URIRef(TG + "query"), None, None))}
+    assert len(questions) == 2 and filled.agent.explain_id in questions  # with its sub-trace
+    assert not any(filled.graph.explain_id in str(s) for s, _, _, _ in ds.quads((None, None, None, None)))
+
+    r = cli(capsysbinary, "export", "--store", str(filled.path), "--collection", "other")
+    g = rdflib.Graph().parse(data=r.out, format="turtle")
+    assert {str(s) for s in g.subjects(rdflib.URIRef(TG + "query"))} == {filled.other.explain_id}
+    one_error_line(cli(capsysbinary, "export", "--store", str(filled.path), "--session", "urn:x:none"),
+                   "no trace urn:x:none")
+    one_error_line(cli(capsysbinary, "export", "--store", str(filled.path), "-o", "/nonexistent-dir/x"),
+                   "cannot write /nonexistent-dir/x")
+
+
+def test_export_progress_only_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, pipe = Terminal(), io.StringIO()
+    assert list(Progress(50000, tty).wrap(range(50000))) == list(range(50000))
+    assert list(Progress(50000, pipe).wrap(range(50000))) == list(range(50000))
+    assert "exporting: 1000/50000 quads (2%)" in tty.getvalue()
+    assert tty.getvalue().endswith("\rexported 50000 quads.                    \n")
+    assert pipe.getvalue() == ""
+    short = Terminal()
+    list(Progress(10, short).wrap(range(10)))
+    assert short.getvalue() == ""
+
+
+# -- query ------------------------------------------------------------------------------------------
+
+
+def test_query_formats(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    sparql = "SELECT ?q ?text WHERE { ?q tg:query ?text } ORDER BY ?text"
+    r = cli(capsysbinary, "query", sparql, "--store", str(filled.path))
+    lines = r.out.splitlines()
+    assert [c.strip() for c in lines[0].split("|")] == ["q", "text"]
+    assert lines[-1] == "(7 rows)"  # six sessions and the sub-trace
+    texts = [line.split("|")[1].strip() for line in lines[2:-1]]
+    assert texts == sorted(texts) and filled.agent.question in texts
+
+    data = json.loads(cli(capsysbinary, "query", sparql, "--store", str(filled.path), "--format", "json").out)
+    assert data["head"]["vars"] == ["q", "text"] and len(data["results"]["bindings"]) == 7
+    csv_lines = cli(capsysbinary, "query", sparql, "--store", str(filled.path),
+                    "--format", "csv").out.splitlines()
+    assert csv_lines[0] == "q,text" and len(csv_lines) == 8
+
+    ask = cli(capsysbinary, "query", "ASK { ?q a tg:AgentQuestion }", "--store", str(filled.path))
+    assert ask.out == "true\n"
+    r = cli(capsysbinary, "query", f"CONSTRUCT {{ <{filled.docs.explain_id}> tg:query ?t }} WHERE "
+            f"{{ <{filled.docs.explain_id}> tg:query ?t }}", "--store", str(filled.path))
+    assert len(rdflib.Graph().parse(data=r.out, format="turtle")) == 1
+
+    query_file = tmp_path / "q.rq"
+    query_file.write_text("SELECT (COUNT(*) AS ?n) WHERE { ?s a tg:Analysis }")
+    r = cli(capsysbinary, "query", "--file", str(query_file), "--store", str(filled.path), "--format", "csv")
+    # the agent's cycles, the unfinished session's one, and the failed session's two
+    analyses = len(filled.agent.turns) + 1 + 1 + 2
+    assert r.out.splitlines() == ["n", str(analyses)]
+
+
+def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None:
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE {\n  ?q tg:query ?text .\n  FILTER(\n}",
+            "--store", str(filled.path))
+    one_error_line(r, "SPARQL syntax error at line 4, column")
+    store = str(filled.path)
+    # What a person types wrong, said in their words: no character classes, no "expected CONSTRUCT".
+    for query, says in (
+            ("SELECT ?x WHERE { ?x foo:bar ?y }", "undeclared prefix 'foo:' at line 1, column 29"),
+            ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", "updates are not allowed here (INSERT)"),
+            ("PREFIX x: <urn:x#>\nDELETE WHERE { ?s ?p ?o }", "updates are not allowed here (DELETE)"),
+            ("SELEC ?x WHERE { }", "a query starts with SELECT, ASK, CONSTRUCT, DESCRIBE"),
+            ("", "the query is empty")):
+        r = cli(capsysbinary, "query", query, "--store", store)
+        one_error_line(r, says)
+        assert "\\u{" not in r.err and "CONSTRUCT" not in r.err.replace("SELECT, ASK, CONSTRUCT", "")
+    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "none.rq"), "--store", store),
+                   f"cannot read {tmp_path / 'none.rq'}")
+    (tmp_path / "bin.rq").write_bytes(b"\xff\xfe\x00")
+    one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "bin.rq"), "--store", store),
+                   "cannot read")
+    one_error_line(cli(capsysbinary, "query", "--store", str(filled.path)), "no query", code=2)
+    # An evaluation error (a SERVICE call that cannot be made) is one line too, not a traceback.
+    one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
+                       "--store", store, "--allow-service"), "the query failed")
+    # Without --allow-service, SERVICE is refused before anything reaches the network.
+    one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
+                       "--store", store), "uses SERVICE", "--allow-service")
+
+
+def test_careless_values_are_one_line_naming_them(tmp_path: Path, capsysbinary: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a store\n")
+    one_error_line(cli(capsysbinary, "list", "--store", ""), "--store '': an empty store", code=2)
+    one_error_line(cli(capsysbinary, "list", "--store", str(a_file)),
+                   f"{a_file} is a file, not a store (a store is a directory)")
+    assert a_file.read_text() == "not a store\n"  # left as it was
+    one_error_line(cli(capsysbinary, "show", "urn:x:y", "--jaeger-url", "not a url", "--store", str(a_file)),
+                   "--jaeger-url 'not a url': expected a base URL such as http://localhost:16686", code=2)
+    monkeypatch.setenv("OTEL_PROV_JAEGER_URL", "ftp://host")
+    one_error_line(cli(capsysbinary, "show", "urn:x:y"),
+                   "OTEL_PROV_JAEGER_URL='ftp://host': expected a base URL", code=2)
+    monkeypatch.delenv("OTEL_PROV_JAEGER_URL")
+    one_error_line(cli(capsysbinary, "demo", "--profile", "bogus", "--store", "memory:"),
+                   "--profile 'bogus': unknown profile 'bogus': expected one of seed, strict", code=2)
+
+
+def test_corrupt_store_is_one_error_line(tmp_path: Path, capsysbinary: Any) -> None:
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "CURRENT").write_text("not a RocksDB manifest name\n")
+    one_error_line(cli(capsysbinary, "list", "--store", str(corrupt)), "cannot open the store")
+
+
+# -- demo, help, the process ------------------------------------------------------------------------
+
+
+def test_demo_writes_then_lists_and_shows(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "demo"
+    r = cli(capsysbinary, "demo", "--store", str(store))
+    assert r.code == 0
+    assert "policy: offline (deterministic rules, no language model)" in r.err
+    lines = r.out.splitlines()
+    assert lines[0] == f"$ otel-prov list --store {store}"  # each command printed works as printed
+    assert [c.strip() for c in lines[1].split("|")] == ["Session ID", "Type", "Question", "Time", "Steps",
+                                                        "Duration", "Status"]
+    assert sorted(line.split("|")[1].strip() for line in lines[3:6]) == ["Agent", "DocRAG", "GraphRAG"]
+    assert lines[6] == ""
+    shows = [line for line in lines if line.startswith("$ otel-prov show ")]
+    assert len(shows) == 3
+    for kind in ("Agent", "GraphRAG", "DocRAG"):
+        assert sum(line.startswith(f"=== {kind} Session: ") for line in lines) == 1
+    assert "--- Conclusion ---" in lines and "--- Focus (Edge Selection) ---" in lines
+    # the store holds what was shown, for the other subcommands
+    rows = json.loads(cli(capsysbinary, "list", "--store", str(store), "--format", "json").out)
+    assert {row["id"] for row in rows} == {line.split()[3] for line in shows}  # "$ otel-prov show IRI"
+    assert all(line.endswith(f" --store {store}") for line in shows)
+    # a second run adds three more sessions and says there are earlier ones
+    r = cli(capsysbinary, "demo", "--store", str(store), "--quiet")
+    assert f"(3 earlier sessions in this store: otel-prov list --store {store})" in r.out
+    assert not any(line.startswith("$ otel-prov show") for line in r.out.splitlines())
+
+
+def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
+    r = cli(capsysbinary, "demo", "--store", "memory:", "--profile", "strict", "--collection", "demo")
+    assert r.code == 0
+    assert "(profile strict)" in r.err
+    assert r.out.count("Collection: demo") == 3
+
+
+SUBCOMMANDS = ["list", "show", "export", "query", "demo"]
+
+
+@pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
+def test_help(command: str | None, capsysbinary: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"] if command else ["--help"])
+    assert exit_info.value.code == 0
+    out = capsysbinary.readouterr().out.decode()
+    assert out.startswith(f"usage: otel-prov{' ' + command if command else ''}")
+    if command is None:
+        for name in SUBCOMMANDS:
+            assert name in out
+    if command in ("list", "show", "export", "query"):
+        assert "--store" in out and "OTEL_PROV_STORE" in out
+
+
+def test_every_subcommand_is_registered() -> None:
+    parser = build_parser()
+    choices = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
+    assert set(SUBCOMMANDS) | {"serve", "ui"} == set(choices)
+
+
+def test_usage_error_exit_status(capsysbinary: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["list", "--limit", "0"])
+    assert exit_info.value.code == 2
+    assert "must be at least 1" in capsysbinary.readouterr().err.decode()
+
+
+def _process(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "otel_prov.cli", *argv], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_as_a_process(filled: Filled, tmp_path: Path) -> None:
+    ok = _process("show", filled.graph.explain_id, "--store", str(filled.path))
+    assert ok.returncode == 0 and ok.stdout.startswith("=== GraphRAG Session: ")
+    for argv in (["show", "urn:trustgraph:agent:none", "--store", str(filled.path)],
+                 ["list", "--store", str(tmp_path / "missing")],
+                 ["query", "SELECT * WHERE { ?s ?p }", "--store", str(filled.path)],
+                 ["query", "--file", str(tmp_path / "missing.rq"), "--store", str(filled.path)]):
+        bad = _process(*argv)
+        assert bad.returncode == 1, argv
+        assert bad.stdout == ""
+        assert len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr, bad.stderr
+    head = subprocess.run(f"{sys.executable} -m otel_prov.cli export --store {filled.path} | head -1",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert head.stdout.startswith("@prefix") and "Traceback" not in head.stderr
+
+
+def test_demo_and_list_use_the_exporters_default_store(capsysbinary: Any) -> None:
+    """No --store, no OTEL_PROV_STORE: both use $XDG_DATA_HOME/otel-prov/store (a tmp dir here)."""
+    default = Path(os.environ["XDG_DATA_HOME"]) / "otel-prov" / "store"
+    assert not default.exists()
+    r = cli(capsysbinary, "demo", "--quiet")
+    assert r.code == 0 and f"writing to oxigraph:{default}" in r.err
+    rows = json.loads(cli(capsysbinary, "list", "--format", "json").out)
+    assert sorted(row["type"] for row in rows) == ["Agent", "DocRAG", "GraphRAG"]
+
+
+def test_control_characters_are_shown_escaped_not_sent_to_the_terminal(
+        tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "ctl"
+    exporter = ProvSpanExporter(store=f"oxigraph:{store}")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session("red \x1b[31malert\r?", session_id="ctl", tracer_provider=provider) as s:
+        with s.iteration() as step:
+            step.thought("line one\nline\ttwo \x07bell")
+        s.conclude("done")
+    provider.shutdown()
+    for argv in (["list"], ["show", "urn:trustgraph:agent:ctl"],
+                 ["query", "SELECT ?q WHERE { ?s tg:query ?q }"]):
+        result = cli(capsysbinary, *argv, "--store", str(store))
+        assert result.code == 0
+        assert "\x1b" not in result.out and "\x07" not in result.out and "\r" not in result.out
+        assert "\\x1b[31malert" in result.out
+    shown = cli(capsysbinary, "show", "urn:trustgraph:agent:ctl", "--store", str(store)).out
+    assert "line one\n" in shown and "\\x07bell" in shown and "\t" in shown
+
+
+# -- a newcomer's first hour (issue 13): what a tester met following the docs literally ----------------
+
+
+def test_exit_statuses(filled: Filled, tmp_path: Path) -> None:
+    """0 done, 1 an operation failed, 2 a usage error or a bad value (argparse's own, a bad flag or
+    variable, a missing input), as docs/cli.md says; as a process, each error on one line."""
+    store = str(filled.path)
+    cases: list[tuple[list[str], dict[str, str], int]] = [
+        (["list", "--store", store], {}, 0),
+        (["show", "urn:trustgraph:agent:none", "--store", store], {}, 1),  # not found: failed
+        (["list", "--store", str(tmp_path / "missing")], {}, 1),
+        (["query", "SELECT * WHERE { ?s ?p }", "--store", store], {}, 1),  # the query is wrong
+        (["list", "--limit", "x", "--store", store], {}, 2),  # argparse
+        (["query", "--store", store], {}, 2),  # no query given
+        (["query", "ASK {}", "--file", "x.rq", "--store", store], {}, 2),  # both
+        (["demo", "--profile", "strik", "--store", "memory:"], {}, 2),
+        (["ui", "--port", "abc", "--store", store], {}, 2),
+        (["list", "--store", store], {"OTEL_PROV_PROFILE": "strik", "OTEL_PROV_JAEGER_URL": "ftp://x"}, 0),
+        (["show", "urn:x:y", "--store", store], {"OTEL_PROV_JAEGER_URL": "ftp://x"}, 2),  # a variable
+        (["show", "not an IRI", "--store", store], {}, 2),
+        (["list", "--store", "memory:"], {}, 2),
+    ]
+    for argv, env, expected in cases:
+        run = _process(*argv, env=env)
+        assert run.returncode == expected, (argv, run.stderr)
+        if expected:
+            lines = run.stderr.splitlines()
+            assert run.stdout == "" and "Traceback" not in run.stderr, (argv, run.stderr)
+            assert len(lines) == 1 or lines[0].startswith("usage: "), (argv, run.stderr)
+
+
+def test_show_takes_a_trace_id(filled: Filled, capsysbinary: Any) -> None:
+    """The 32-hex trace id that `show` prints and Jaeger shows names its session (the top-level one:
+    a sub-trace shares it), as the web view's /trace/{id} does; any case; export --session too."""
+    by_iri = cli(capsysbinary, "show", filled.agent.explain_id, "--store", str(filled.path))
+    assert filled.agent.trace_id and f"Trace ID: {filled.agent.trace_id}" in by_iri.out
+    for given in (filled.agent.trace_id, filled.agent.trace_id.upper()):
+        by_id = cli(capsysbinary, "show", given, "--store", str(filled.path))
+        assert (by_id.code, by_id.out, by_id.err) == (0, by_iri.out, "")
+    one_error_line(cli(capsysbinary, "show", "0" * 32, "--store", str(filled.path)),
+                   f"no session recorded from trace {'0' * 32}")
+    one_error_line(cli(capsysbinary, "show", "0" * 31, "--store", str(filled.path)),
+                   "neither an IRI nor a trace id", code=2)
+    trace_id = filled.graph.trace_id or ""
+    exported = cli(capsysbinary, "export", "--session", trace_id, "--store", str(filled.path))
+    same = cli(capsysbinary, "export", "--session", filled.graph.explain_id, "--store", str(filled.path))
+    assert exported.code == 0 and exported.out == same.out and filled.graph.explain_id in exported.out
+
+
+@pytest.mark.parametrize("text", ["garbage", "urn:x>", 'urn:x"', "urn:x y", "urn:x%zz", "urn:{x}", "a:b\\c"])
+def test_the_read_model_refuses_what_is_not_an_iri(filled: Filled, text: str) -> None:
+    """Before any SPARQL is built: whoever calls (the CLI, the web view, a script), nothing is added to
+    a query or breaks it (e.g. a percent sign the store's parser would refuse: a syntax error)."""
+    from otel_prov.read.model import NotAnIri, check_iri
+
+    with pytest.raises(NotAnIri, match=r"^not an IRI: "):
+        check_iri(text)
+    store = open_for_reading(parse_store(str(filled.path)))
+    try:
+        reader = TraceReader(store)
+        for call in (reader.find_question, reader.triples, reader.trace, reader.question_of):
+            with pytest.raises(NotAnIri):
+                call(text)
+    finally:
+        store.close()
+    assert check_iri("urn:trustgraph:agent:no%20such") == "urn:trustgraph:agent:no%20such"
+
+
+def test_export_format_follows_the_output_suffix(filled: Filled, tmp_path: Path, capsysbinary: Any) -> None:
+    store = str(filled.path)
+    formats = pyoxigraph.RdfFormat
+    for suffix, rdf_format in ((".nq", formats.N_QUADS), (".trig", formats.TRIG),
+                               (".jsonld", formats.JSON_LD), (".ttl", formats.TURTLE)):
+        out = tmp_path / f"out{suffix}"
+        assert cli(capsysbinary, "export", "--store", store, "--output", str(out)).code == 0
+        parsed = list(pyoxigraph.parse(out.read_bytes(), format=rdf_format))
+        assert parsed
+        graphs = {getattr(q, "graph_name", None) for q in parsed}
+        if suffix == ".ttl":
+            assert not any(isinstance(g, pyoxigraph.NamedNode) for g in graphs)
+        else:
+            assert pyoxigraph.NamedNode(GRAPH_RETRIEVAL) in graphs  # the named graph: not Turtle
+    # --format wins over the suffix; an unknown suffix is Turtle, the default
+    out = tmp_path / "out.nq"
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "turtle").code == 0
+    assert out.read_text().startswith("@prefix")
+    out = tmp_path / "out.rdf"
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out)).code == 0
+    assert out.read_text().startswith("@prefix")
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert ".nq nquads" in " ".join(capsysbinary.readouterr().out.decode().split())
+
+
+def test_empty_results_name_the_filter(filled: Filled, capsysbinary: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store = str(filled.path)
+    r = cli(capsysbinary, "list", "--store", store, "--collection", "Mine")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == ("No explainability sessions found in collection 'Mine'; the store's collections: "
+                     "'default', 'other'.\n")
+    r = cli(capsysbinary, "list", "--store", store, "--collection", "other", "--type", "agent")
+    assert r.out == ("No explainability sessions found of type agent in collection 'other'; the store's "
+                     "collections: 'default', 'other'.\n")
+    monkeypatch.setenv("OTEL_PROV_COLLECTION", "Mine")  # a variable forgotten in the shell: said so
+    assert "in collection 'Mine' (OTEL_PROV_COLLECTION)" in cli(capsysbinary, "list", "--store", store).out
+    assert json.loads(cli(capsysbinary, "list", "--store", store, "--format", "json").out) == []
+    monkeypatch.delenv("OTEL_PROV_COLLECTION")
+    r = cli(capsysbinary, "export", "--store", store, "--collection", "nope")
+    assert r.code == 0 and r.out == ""
+    assert r.err == ("otel-prov: nothing exported: no session is in collection 'nope'; the store's "
+                     "collections: 'default', 'other'\n")
+
+
+def test_select_star_columns_in_the_query_order(filled: Filled, capsysbinary: Any) -> None:
+    """Oxigraph gives SELECT *'s columns in alphabetical order; people expect the query's."""
+    store = str(filled.path)
+    query = ("SELECT * WHERE { ?zeta tg:query ?alpha . # ?comment\n"
+             " ?zeta otelprov:traceId ?mid . FILTER(?alpha != \"?quoted\") } ORDER BY ?zeta LIMIT 2")
+    table = cli(capsysbinary, "query", query, "--store", store).out.splitlines()
+    assert [c.strip() for c in table[0].split("|")] == ["zeta", "alpha", "mid"]
+    doc = json.loads(cli(capsysbinary, "query", query, "--store", store, "--format", "json").out)
+    assert doc["head"]["vars"] == ["zeta", "alpha", "mid"]
+    assert list(doc["results"]["bindings"][0]) == ["zeta", "alpha", "mid"]
+    csv_out = cli(capsysbinary, "query", query, "--store", store, "--format", "csv").out
+    assert csv_out.startswith("zeta,alpha,mid\r\n")
+    named = cli(capsysbinary, "query", query.replace("SELECT *", "SELECT ?mid ?zeta"), "--store", store).out
+    assert [c.strip() for c in named.splitlines()[0].split("|")] == ["mid", "zeta"]
+
+
+def test_a_long_table_cell_is_cut_but_json_and_csv_keep_it(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "long"
+    exporter = ProvSpanExporter(store=f"oxigraph:{store}")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    long_question = "Why " + "very " * 60 + "long?"
+    with agent_session(long_question, session_id="long", tracer_provider=provider) as session:
+        session.conclude("yes")
+    provider.shutdown()
+    query = "SELECT ?text WHERE { ?q tg:query ?text }"
+    table = cli(capsysbinary, "query", query, "--store", str(store)).out.splitlines()
+    assert table[2] == long_question[:97] + "..."
+    doc = json.loads(cli(capsysbinary, "query", query, "--store", str(store), "--format", "json").out)
+    assert doc["results"]["bindings"][0]["text"]["value"] == long_question
+    assert long_question in cli(capsysbinary, "query", query, "--store", str(store), "--format", "csv").out
+
+
+def test_syntax_errors_list_a_few_expected_words(filled: Filled, capsysbinary: Any) -> None:
+    store = str(filled.path)
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE {\n  ?q tg:query ?text\n  FILTER(\n}", "--store", store)
+    one_error_line(r, "SPARQL syntax error at line 4, column 2 near '}': expected an expression or a keyword")
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE { ?q ?p ?o", "--store", store)
+    one_error_line(r, "expected one of ',', '.', ';', '{', '}', a name or a number")
+    assert "FDCF" not in r.err and "\\u{" not in r.err
+    r = cli(capsysbinary, "query", "SELECT ?q WHERE { ?q ?p ?o } ORDER", "--store", store)
+    one_error_line(r, "expected one of GROUP, LATERAL, LIMIT or SERVICE")
+
+
+def test_a_directory_holding_the_store_names_it(filled: Filled, tmp_path: Path, capsysbinary: Any) -> None:
+    """The default store's parent (~/.local/share/otel-prov) given as the store: the store inside it
+    is named."""
+    one_error_line(cli(capsysbinary, "list", "--store", str(filled.path.parent)),
+                   f"no store at {filled.path.parent}, but there is one inside it: {filled.path}")
+    (tmp_path / "empty").mkdir()
+    one_error_line(cli(capsysbinary, "list", "--store", str(tmp_path / "empty")),
+                   "nothing has been exported there yet")
+
+
+def test_demo_prints_commands_that_work_as_printed(tmp_path: Path, capsysbinary: Any) -> None:
+    """--jaeger-url is in the `show` lines whose output has Jaeger links; a store in memory prints no
+    command (none could read it); --otlp says where the spans went."""
+    store = tmp_path / "with space"
+    r = cli(capsysbinary, "demo", "--store", str(store), "--jaeger-url", "http://127.0.0.1:16686")
+    assert r.code == 0
+    shows = [line for line in r.out.splitlines() if line.startswith("$ otel-prov show ")]
+    assert len(shows) == 3 and r.out.count("Jaeger: http://127.0.0.1:16686/trace/") >= 3
+    for line in shows:  # run each as printed: the same text
+        argv = shlex.split(line[2:])[1:]
+        again = cli(capsysbinary, *argv)
+        assert again.code == 0 and again.out.splitlines()[0] in r.out
+        assert "Jaeger: http://127.0.0.1:16686/trace/" in again.out
+    assert f"otel-prov ui --store '{store}' --jaeger-url http://127.0.0.1:16686" in r.out
+    memory = cli(capsysbinary, "demo", "--store", "memory:")
+    assert memory.code == 0 and "$ otel-prov" not in memory.out and "Next:" not in memory.out
+    assert memory.out.startswith("The store is in memory (memory:)")
+    assert memory.out.count("=== ") == 4  # the three sessions and the agent's sub-trace
+
+
+def test_demo_otlp_says_where_the_spans_went(tmp_path: Path, capsysbinary: Any) -> None:
+    """A real OTLP/gRPC receiver (otel-prov serve, in process) takes the spans; then none listens."""
+    from otel_prov.serve.server import Server
+    from otel_prov.settings import serve_settings
+
+    server = Server(serve_settings(store="memory:", grpc_port="0", http_port="off"))
+    try:
+        endpoint = f"http://{server.grpc_address}"
+        r = cli(capsysbinary, "demo", "-q", "--store", "memory:", "--otlp", endpoint)
+        assert r.code == 0
+        received = server.receiver.stats.spans_acknowledged
+        assert received > 0
+        said = [line for line in r.err.splitlines() if "over OTLP/gRPC" in line]
+        assert said == [f"otel-prov demo: {received} spans sent over OTLP/gRPC to {endpoint} "
+                         "(service otel-prov-demo)"]
+    finally:
+        server.stop()
+    r = cli(capsysbinary, "demo", "-q", "--store", "memory:", "--otlp", endpoint)  # nobody listens now
+    assert r.code == 0
+    assert f"spans could not be sent over OTLP/gRPC to {endpoint} (service otel-prov-demo): is Jaeger " \
+           "(or a Collector) listening there?" in r.err
+
+
+_CTRL_C_WHILE_LOADING = """
+import sys
+
+class CtrlC:  # Ctrl-C arriving while the command's modules load (they load inside main())
+    def find_spec(self, name, path=None, target=None):
+        if name == "otel_prov.cli.app":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+from otel_prov.cli import main
+sys.exit(main(["list"]))
+"""
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130() -> None:
+    """The entry point loads nothing heavy: Ctrl-C while the command's modules load (the first
+    ~0.1 s of every command) says 'interrupted' in one line and exits 130, not a traceback."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_LOADING], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "otel-prov: interrupted\n", "")
+    light = subprocess.run([sys.executable, "-c", "import sys, otel_prov.cli; "
+                            "print(sorted(m for m in sys.modules if m.startswith('otel_prov')))"],
+                           capture_output=True, text=True, timeout=60)
+    assert light.stdout.strip() == "['otel_prov', 'otel_prov.cli']", light.stdout

@@ -1,0 +1,53 @@
+"""The provenance picture is readable: no relation label overlaps a node or another label, in both
+profiles (the strict one draws activities and agents, with many more arrows).  The same check on
+the boxes the browser draws is in test_browser.py."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from otel_prov.read.graph import prov_graph
+from otel_prov.read.reader import TraceReader
+from otel_prov.render.svg import layout, node_rect, overlap
+from otel_prov.stores import open_for_reading, parse_store
+from tests.support.webdata import long_session, record
+
+
+@pytest.mark.parametrize("profile", ["seed", "strict"])
+def test_labels_overlap_nothing(tmp_path: Path, profile: str) -> None:
+    recorded = record(tmp_path / "store", profile=profile)
+    store = open_for_reading(parse_store(str(recorded.path)))
+    try:
+        reader = TraceReader(store)
+        checked = 0
+        for iri in (recorded.agent.explain_id, recorded.graph.explain_id, recorded.docs.explain_id,
+                    recorded.failed, recorded.hostile):
+            trace, triples = reader.trace(iri)
+            graph = prov_graph(trace, triples)
+            plan = layout(graph, f"{trace.type} session: {trace.question}")
+            assert len(plan.labels) == len(graph.links), "every arrow has its label"
+            nodes = [node_rect(b) for b in plan.boxes.values()]
+            for label in plan.labels:
+                assert not any(overlap(label.rect, n) for n in nodes), (iri, label)
+            for a, b in combinations(plan.labels, 2):
+                assert not overlap(a.rect, b.rect), (iri, a, b)
+            for a, b in combinations(nodes, 2):
+                assert not overlap(a, b), (iri, a, b)
+            checked += len(plan.labels)
+        assert checked >= (60 if profile == "strict" else 19)
+    finally:
+        store.close()
+
+
+def test_a_long_chain_is_drawn(tmp_path: Path) -> None:
+    iri = long_session(tmp_path / "store", 2000)
+    store = open_for_reading(parse_store(str(tmp_path / "store")))
+    try:
+        trace, triples = TraceReader(store).trace(iri)
+    finally:
+        store.close()
+    plan = layout(prov_graph(trace, triples))
+    assert len(plan.boxes) == 2002 and max(b.rank for b in plan.boxes.values()) == 2001
