@@ -5,8 +5,8 @@ One precedence rule for all of them: an explicit value (a keyword argument of th
 command-line flag) > the option's environment variable > the default.  An empty variable counts as
 unset.  A bad value is a :class:`~otel_prov.errors.ConfigError` that names where it came from (the
 flag, the argument or the variable) and what would do.  :data:`ENV_VARS` lists every variable (the
-tests clear them all).  The table in README.md ("Configuration") and docs/collector.md are the
-documentation of these options.
+tests clear them all).  The docs' option tables are generated from here (:func:`markdown_table`),
+so each option's text is written once.
 """
 
 from __future__ import annotations
@@ -42,6 +42,23 @@ class Option(Generic[T]):
     flag: str | None
     parse: Callable[[str], T]
     default: T | Callable[[], T]
+    doc: str = ""
+    """What it does, as the docs' option tables say it (Markdown; generated from here)."""
+    shown: str | None = None
+    """The default as the docs show it (None: the default's own text; "none" for None, "off" for False)."""
+
+    @property
+    def shown_default(self) -> str:
+        if self.shown is not None:
+            return self.shown
+        value: Any = self.default
+        if value is None:
+            return "none"
+        if value is False:
+            return "off"
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return f"`{value}`"
 
     @property
     def argument(self) -> str:
@@ -205,66 +222,126 @@ DEFAULT_ACK_TIMEOUT = 30.0
 DEFAULT_DRAIN_TIMEOUT = 30.0
 DEFAULT_MEMORY_BUDGET_MIB = 512
 
-# The variable, the flag (None: none), how its text is read, the default.
-STORE: StoreOption = StoreOption("OTEL_PROV_STORE", "--store", _store, default_store)
-PROFILE: Option[str] = Option("OTEL_PROV_PROFILE", "--profile", _profile, SEED)
-COLLECTION: Option[str | None] = Option("OTEL_PROV_COLLECTION", "--collection", _text, None)
-JAEGER_URL: Option[str | None] = Option("OTEL_PROV_JAEGER_URL", "--jaeger-url", _web_url, None)
-SERVE_HOST: Option[str] = Option("OTEL_PROV_SERVE_HOST", "--host", _text, DEFAULT_HOST)
+# The variable, the flag (None: none), how its text is read, the default, what it does (the docs'
+# tables are generated from these: tests/system/test_docs.py).
+STORE: StoreOption = StoreOption(
+    "OTEL_PROV_STORE", "--store", _store, default_store,
+    "`oxigraph:PATH` (the persistent embedded store, created on first write, never on a read), `memory:`, "
+    "a path, or the URL of a dataset on a SPARQL 1.1 server: `http(s)://HOST:7878` (Oxigraph server), "
+    "`http(s)://HOST:3030/DATASET` (Fuseki)",
+    "`oxigraph:$XDG_DATA_HOME/otel-prov/store` (`~/.local/share/otel-prov/store`)")
+PROFILE: Option[str] = Option(
+    "OTEL_PROV_PROFILE", "--profile", _profile, SEED,
+    "`seed` (the spec's triples) or `strict` (valid PROV-O)")
+COLLECTION: Option[str | None] = Option(
+    "OTEL_PROV_COLLECTION", "--collection", _text, None,
+    "the collection the CLI reads (`demo`: the one it writes, default `default`)", "all collections")
+JAEGER_URL: Option[str | None] = Option(
+    "OTEL_PROV_JAEGER_URL", "--jaeger-url", _web_url, None,
+    "the Jaeger UI's base URL: `otel-prov show` prints the trace's link, the web view links to it")
+SERVE_HOST: Option[str] = Option(
+    "OTEL_PROV_SERVE_HOST", "--host", _text, DEFAULT_HOST, "the address both transports bind")
 SERVE_GRPC_PORT: Option[int | None] = Option(
-    "OTEL_PROV_SERVE_GRPC_PORT", "--grpc-port", _port, DEFAULT_GRPC_PORT)
+    "OTEL_PROV_SERVE_GRPC_PORT", "--grpc-port", _port, DEFAULT_GRPC_PORT,
+    "OTLP/gRPC port; `0` = any free port, `off` = no gRPC")
 SERVE_HTTP_PORT: Option[int | None] = Option(
-    "OTEL_PROV_SERVE_HTTP_PORT", "--http-port", _port, DEFAULT_HTTP_PORT)
-SERVE_TOKEN: Option[str | None] = Option("OTEL_PROV_SERVE_TOKEN", "--token", _text, None)
-SERVE_TLS_CERT: Option[Path | None] = Option("OTEL_PROV_SERVE_TLS_CERT", "--tls-cert", _path, None)
-SERVE_TLS_KEY: Option[Path | None] = Option("OTEL_PROV_SERVE_TLS_KEY", "--tls-key", _path, None)
+    "OTEL_PROV_SERVE_HTTP_PORT", "--http-port", _port, DEFAULT_HTTP_PORT,
+    "OTLP/HTTP port (and `/health`); `0` = any free port, `off` = no HTTP")
+SERVE_TOKEN: Option[str | None] = Option(
+    "OTEL_PROV_SERVE_TOKEN", "--token", _text, None,
+    "require `authorization: Bearer TOKEN`; prefer the variable")
+SERVE_TLS_CERT: Option[Path | None] = Option(
+    "OTEL_PROV_SERVE_TLS_CERT", "--tls-cert", _path, None,
+    "PEM certificate chain (with `--tls-key`: TLS on both ports)")
+SERVE_TLS_KEY: Option[Path | None] = Option(
+    "OTEL_PROV_SERVE_TLS_KEY", "--tls-key", _path, None, "PEM private key")
 SERVE_MAX_INFLIGHT: Option[int] = Option(
-    "OTEL_PROV_SERVE_MAX_INFLIGHT", "--max-inflight", _count(1), DEFAULT_MAX_INFLIGHT)
+    "OTEL_PROV_SERVE_MAX_INFLIGHT", "--max-inflight", _count(1), DEFAULT_MAX_INFLIGHT,
+    "requests handled at once; more are answered UNAVAILABLE/503")
 SERVE_ACK_TIMEOUT: Option[float] = Option(
-    "OTEL_PROV_SERVE_ACK_TIMEOUT", "--ack-timeout", _number(0.1), DEFAULT_ACK_TIMEOUT)
+    "OTEL_PROV_SERVE_ACK_TIMEOUT", "--ack-timeout", _number(0.1), DEFAULT_ACK_TIMEOUT,
+    "seconds a request waits for its commit before UNAVAILABLE (a client's gRPC deadline shortens it)")
 SERVE_DRAIN_TIMEOUT: Option[float] = Option(
-    "OTEL_PROV_SERVE_DRAIN_TIMEOUT", "--drain-timeout", _number(0), DEFAULT_DRAIN_TIMEOUT)
+    "OTEL_PROV_SERVE_DRAIN_TIMEOUT", "--drain-timeout", _number(0), DEFAULT_DRAIN_TIMEOUT,
+    "seconds SIGTERM waits for in-flight requests")
 SERVE_MEMORY_BUDGET: Option[int] = Option(
-    "OTEL_PROV_SERVE_MEMORY_BUDGET", "--memory-budget", _count(16), DEFAULT_MEMORY_BUDGET_MIB)
+    "OTEL_PROV_SERVE_MEMORY_BUDGET", "--memory-budget", _count(16), DEFAULT_MEMORY_BUDGET_MIB,
+    "MiB of request data held at once (bodies, decoded requests, N-Quads queued); past it, UNAVAILABLE/503")
 """MiB of request data serve holds at once (bodies, decoded requests, N-Quads queued for the store)."""
 DEFAULT_WORKERS = 1
 """The default of ``--workers``: 1, mapping in the serve process (workers are opt-in: ``0`` is one
 per CPU, at most :data:`MAX_AUTO_WORKERS`)."""
 MAX_AUTO_WORKERS = 4
-SERVE_WORKERS: Option[int] = Option("OTEL_PROV_SERVE_WORKERS", "--workers", _count(0), DEFAULT_WORKERS)
+SERVE_WORKERS: Option[int] = Option(
+    "OTEL_PROV_SERVE_WORKERS", "--workers", _count(0), DEFAULT_WORKERS,
+    "processes that map into an on-disk store (\"Mapping workers\"); `1` = in the serve process (always, "
+    "for `memory:`); `0` = one per CPU, at most 4")
 """Processes that map (an on-disk store; ``memory:`` is mapped in the serve process); 0: one per
 CPU, at most :data:`MAX_AUTO_WORKERS`."""
 SERVE_PUBLIC_WITHOUT_TOKEN: Option[bool] = Option(
-    "OTEL_PROV_SERVE_PUBLIC_WITHOUT_TOKEN", "--public-without-token", _flag, False)
+    "OTEL_PROV_SERVE_PUBLIC_WITHOUT_TOKEN", "--public-without-token", _flag, False,
+    "listen beyond loopback without a token")
 """Listen on an address other than loopback without a token (refused otherwise)."""
 SERVE_ALLOWED_HOSTS: Option[tuple[str, ...]] = Option(
-    "OTEL_PROV_SERVE_ALLOWED_HOSTS", "--allowed-hosts", _names, ())
+    "OTEL_PROV_SERVE_ALLOWED_HOSTS", "--allowed-hosts", _names, (),
+    "comma-separated host names HTTP requests may name without a token (IP addresses and `localhost` "
+    "always)", "none")
 """Host names (besides localhost and IP addresses) an HTTP request may name without a token."""
 DEFAULT_UI_PORT = 8080
-UI_HOST: Option[str] = Option("OTEL_PROV_UI_HOST", "--host", _text, DEFAULT_HOST)
-UI_PORT: Option[int] = Option("OTEL_PROV_UI_PORT", "--port", _count(0), DEFAULT_UI_PORT)
-UI_TOKEN: Option[str | None] = Option("OTEL_PROV_UI_TOKEN", "--token", _text, None)
-UI_QUERY_TIMEOUT: Option[float] = Option("OTEL_PROV_UI_QUERY_TIMEOUT", "--query-timeout", _number(0.1), 10.0)
-UI_ROW_LIMIT: Option[int] = Option("OTEL_PROV_UI_ROW_LIMIT", "--row-limit", _count(1), 1000)
+UI_HOST: Option[str] = Option(
+    "OTEL_PROV_UI_HOST", "--host", _text, DEFAULT_HOST,
+    "the address the view binds; a non-loopback address needs a token, or `--public-without-token`")
+UI_PORT: Option[int] = Option(
+    "OTEL_PROV_UI_PORT", "--port", _count(0), DEFAULT_UI_PORT,
+    "`0`: any free port (the printed URL says which)")
+UI_TOKEN: Option[str | None] = Option(
+    "OTEL_PROV_UI_TOKEN", "--token", _text, None,
+    "required on every request: `Authorization: Bearer TOKEN`, or once `?token=TOKEN` in a browser (it "
+    "sets an HttpOnly cookie and redirects); prefer the variable. The URL printed at start never holds it")
+UI_QUERY_TIMEOUT: Option[float] = Option(
+    "OTEL_PROV_UI_QUERY_TIMEOUT", "--query-timeout", _number(0.1), 10.0, "seconds a SPARQL query may run")
+UI_ROW_LIMIT: Option[int] = Option(
+    "OTEL_PROV_UI_ROW_LIMIT", "--row-limit", _count(1), 1000, "rows of a SPARQL result shown")
 MAX_ATTRIBUTE_BYTES: Option[int] = Option(
     "OTEL_PROV_MAX_ATTRIBUTE_BYTES", "--max-attribute-bytes",
-    _bytes_between(1024, MAX_ATTRIBUTE_BYTES_CEILING), DEFAULT_MAX_ATTRIBUTE_BYTES)
+    _bytes_between(1024, MAX_ATTRIBUTE_BYTES_CEILING), DEFAULT_MAX_ATTRIBUTE_BYTES,
+    "the largest attribute value a span may carry: a span with a larger one is not stored (rejected, "
+    "counted, never truncated: [limits.md](limits.md))", "`4194304` (4 MiB)")
 """The largest attribute value a span may carry (UTF-8 bytes; an array or map counted whole): a span
 with a larger one is rejected, never truncated (:mod:`otel_prov.mapping.limits`)."""
 # A store on a server (OTEL_PROV_STORE=http(s)://...): environment variables only, so that secrets
 # stay out of command lines.
-STORE_SERVER: Option[str] = Option("OTEL_PROV_STORE_SERVER", None, _server, "auto")
-STORE_USER: Option[str | None] = Option("OTEL_PROV_STORE_USER", None, _text, None)
-STORE_PASSWORD: Option[str | None] = Option("OTEL_PROV_STORE_PASSWORD", None, str, None)
-STORE_TOKEN: Option[str | None] = Option("OTEL_PROV_STORE_TOKEN", None, _text, None)
-STORE_CA: Option[Path | None] = Option("OTEL_PROV_STORE_CA", None, _file, None)
-STORE_CLIENT_CERT: Option[Path | None] = Option("OTEL_PROV_STORE_CLIENT_CERT", None, _file, None)
-STORE_CLIENT_KEY: Option[Path | None] = Option("OTEL_PROV_STORE_CLIENT_KEY", None, _file, None)
+STORE_SERVER: Option[str] = Option(
+    "OTEL_PROV_STORE_SERVER", None, _server, "auto",
+    "a store on a server: `oxigraph`, `fuseki`, or `sparql` (any SPARQL 1.1 server whose query and update "
+    "endpoint is the URL itself); `auto` tells Oxigraph and Fuseki apart by their answer")
+STORE_USER: Option[str | None] = Option(
+    "OTEL_PROV_STORE_USER", None, _text, None, "HTTP basic authentication to the server: the user")
+STORE_PASSWORD: Option[str | None] = Option(
+    "OTEL_PROV_STORE_PASSWORD", None, str, None, "HTTP basic authentication to the server: the password")
+STORE_TOKEN: Option[str | None] = Option(
+    "OTEL_PROV_STORE_TOKEN", None, _text, None,
+    "`Authorization: Bearer` to the server (instead of user and password)")
+STORE_CA: Option[Path | None] = Option(
+    "OTEL_PROV_STORE_CA", None, _file, None,
+    "PEM file of the CA(s) that signed the server's certificate (`https:`)", "the system's CAs")
+STORE_CLIENT_CERT: Option[Path | None] = Option(
+    "OTEL_PROV_STORE_CLIENT_CERT", None, _file, None,
+    "a client certificate (PEM) for servers that require one")
+STORE_CLIENT_KEY: Option[Path | None] = Option(
+    "OTEL_PROV_STORE_CLIENT_KEY", None, _file, None, "the client certificate's private key (PEM)")
 DEFAULT_STORE_TIMEOUT = 60.0
-STORE_TIMEOUT: Option[float] = Option("OTEL_PROV_STORE_TIMEOUT", None, _number(0.1), DEFAULT_STORE_TIMEOUT)
-STORE_BULK_LOAD: Option[bool] = Option("OTEL_PROV_STORE_BULK_LOAD", None, _flag, False)
+STORE_TIMEOUT: Option[float] = Option(
+    "OTEL_PROV_STORE_TIMEOUT", None, _number(0.1), DEFAULT_STORE_TIMEOUT,
+    "seconds one request to the server may take (connecting: at most 10)")
+STORE_BULK_LOAD: Option[bool] = Option(
+    "OTEL_PROV_STORE_BULK_LOAD", None, _flag, False,
+    "write with the Oxigraph server's bulk loader: several times faster, not atomic ([sizing.md](sizing.md))")
 """The Oxigraph server's bulk loader for writes: about 5x faster, not atomic (docs/sizing.md)."""
-EXAMPLE_MODEL: Option[str | None] = Option("OTEL_PROV_EXAMPLE_MODEL", None, _text, None)
+EXAMPLE_MODEL: Option[str | None] = Option(
+    "OTEL_PROV_EXAMPLE_MODEL", None, _text, None,
+    "the example agents ask this model of an OpenAI-compatible endpoint (`OPENAI_BASE_URL`, "
+    "`OPENAI_API_KEY`) instead of following their offline policy")
 """The examples' agent asks this model of an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``) instead of following its offline policy."""
 
@@ -279,6 +356,30 @@ OPTIONS: tuple[Option[Any], ...] = (
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
+
+TABLES: dict[str, tuple[Option[Any], ...]] = {
+    "exporter and CLI": (STORE, PROFILE, COLLECTION, JAEGER_URL, MAX_ATTRIBUTE_BYTES, STORE_SERVER,
+                         STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT,
+                         STORE_CLIENT_KEY, STORE_TIMEOUT, STORE_BULK_LOAD),
+    "serve": (STORE, PROFILE, SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT,
+              SERVE_TLS_KEY, SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
+              SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN),
+    "ui": (STORE, UI_HOST, UI_PORT, UI_TOKEN, JAEGER_URL, UI_QUERY_TIMEOUT, UI_ROW_LIMIT),
+    "examples": (EXAMPLE_MODEL,),
+}
+"""The options each part reads, as the docs' tables list them (each table generated by
+:func:`markdown_table`; the pages: docs/configuration.md, docs/collector.md, docs/ui.md,
+examples/README.md)."""
+
+
+def markdown_table(name: str) -> str:
+    """The Markdown table of the options of :data:`TABLES` ``[name]``: variable, flag, default, what it
+    does -- one text per option, whichever page shows it."""
+    rows = ["| Variable | Flag | Default | Meaning |", "|---|---|---|---|"]
+    for option in TABLES[name]:
+        flag = f"`{option.flag}`" if option.flag else ""
+        rows.append(f"| `{option.env}` | {flag} | {option.shown_default} | {option.doc} |")
+    return "\n".join(rows) + "\n"
 
 
 

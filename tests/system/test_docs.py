@@ -102,36 +102,21 @@ def test_documented_options_are_the_parsers(name: str, text: str) -> None:
             assert sorted(values.split("|")) == sorted(choices), (name, command, flag, values, list(choices))
 
 
-# -- the options of settings.py: each on its page, once ------------------------------------------------
+# -- the options of settings.py: each documented once, generated ---------------------------------------
 
 
-def _home(variable: str) -> str:
-    """The page that documents a variable: serve's and the web view's on theirs, the example agents'
-    in examples/README.md, every other in docs/configuration.md."""
-    if variable.startswith("OTEL_PROV_SERVE_"):
-        return "docs/collector.md"
-    if variable.startswith("OTEL_PROV_UI_"):
-        return "docs/ui.md"
-    return "examples/README.md" if variable == "OTEL_PROV_EXAMPLE_MODEL" else "docs/configuration.md"
+def test_every_options_table_is_generated_from_settings() -> None:
+    """Each page's option table is exactly what settings.py gives (one text per option, written there),
+    every variable settings.py reads is in one of them, and the README names none (it points to the
+    pages)."""
+    from otel_prov.settings import ENV_VARS, TABLES
+    from tests.support import options_doc
 
-
-def test_every_option_is_documented_on_its_page_and_nowhere_else_as_a_row() -> None:
-    """Each variable ``settings.py`` reads has a row (or, for the examples, a line) on its page; the
-    options table of docs/configuration.md holds no variable another page documents; the README names
-    none (it points to the pages)."""
-    from otel_prov.settings import ENV_VARS
-
-    for variable in ENV_VARS:
-        page = _home(variable)
-        text = (REPO / page).read_text(encoding="utf-8")
-        if page == "examples/README.md":
-            assert f"`{variable}`" in text, (variable, page)
-        else:
-            assert re.search(rf"^\|[^\n]*`{variable}`", text, re.M), (variable, page)
-    configuration = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `(OTEL_PROV_[A-Z_]+)`", configuration, re.M)
-    assert rows and all(_home(v) == "docs/configuration.md" for v in rows), rows
-    assert set(rows) <= set(ENV_VARS), set(rows) - set(ENV_VARS)
+    for page, name in options_doc.PAGES.items():
+        assert options_doc.current(page) == options_doc.block(name), (
+            f"{page}: its options table is not settings.py's; run python -m tests.support.options_doc")
+    assert {option.env for options in TABLES.values() for option in options} == set(ENV_VARS)
+    assert set(options_doc.PAGES.values()) == set(TABLES)
     assert "OTEL_PROV_" not in README
 
 
