@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - older SDKs
 from .. import settings
 from ..mapping.spans import InvalidSpan, LogRecord, SpanRecord, from_sdk, log_from_sdk
 from ..stores import StoreSpec, WriteStore
-from .pipeline import PipelineClosed
+from .pipeline import IngestPipeline, PipelineClosed
 from .problems import ProblemLog
 from .shared import LOGS, SPANS, lease
 from .writer import LogFailed, WriterFull
@@ -35,7 +35,63 @@ from .writer import LogFailed, WriterFull
 logger = logging.getLogger(__name__)
 
 
-class ProvSpanExporter(SpanExporter):
+def submit(pipeline: IngestPipeline, problems_log: ProblemLog, records: Sequence[SpanRecord],
+           logs: Sequence[LogRecord], problems: list[str]) -> bool:
+    """Hands spans and log records to the pipeline; whether they are stored.  Never raises: a closed
+    pipeline, a full writer, a log that cannot be written and anything unexpected are False, each
+    reported once by kind (with ``problems``, what the caller found wrong with its input)."""
+    try:
+        update = pipeline.submit(records, logs).update
+        problems = [*problems, *update.problems,
+                    *(f"span rejected, not stored ({error})" for _, error in update.failed)]
+        if problems:
+            problems_log.report(problems)
+        return True
+    except PipelineClosed:
+        return False
+    except WriterFull:
+        problems_log.report(["batch refused: the store is not keeping up (or failing)"])
+        return False
+    except LogFailed:
+        problems_log.report(["batch not stored: the store's log cannot be written"])
+        return False
+    except Exception:  # never into the application
+        if not pipeline.closed:
+            problems_log.exception("unexpected error in export (see the first traceback)")
+        return False
+
+
+Store = str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None
+
+
+class _Leased:
+    """What both exporters share: the store and profile from their arguments (or the environment), a
+    lease on the process's ingest pipeline for that store, its problems log, flush and release."""
+
+    def _open(self, kind: str, name: str, store: Store, profile: str | None,
+              max_attribute_bytes: int | None) -> None:
+        self.profile = settings.PROFILE.get(profile)
+        limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
+        spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
+        self.store_spec = spec
+        self._name = name
+        self._lease = lease(kind, spec, self.profile, name=name, max_attribute_bytes=limit)
+        self._pipeline = self._lease.pipeline
+        self._problems = ProblemLog(logger, name)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        if self._pipeline.closed:
+            return True
+        return self._pipeline.wait(timeout=timeout_millis / 1000)
+
+    def _release(self, timeout: float) -> None:
+        if self._pipeline.closed:
+            return
+        if not self._lease.release(max(0.0, timeout)):
+            logger.error("%s: not everything could be stored at shutdown (see above)", self._name)
+
+
+class ProvSpanExporter(_Leased, SpanExporter):
     """Maps finished spans to PROV-O quads in the explainability graph ``urn:graph:retrieval``.
 
     Every argument is optional and falls back to an environment variable:
@@ -58,20 +114,9 @@ class ProvSpanExporter(SpanExporter):
     construction.
     """
 
-    def __init__(
-        self,
-        *,
-        store: str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None = None,
-        profile: str | None = None,
-        max_attribute_bytes: int | None = None,
-    ) -> None:
-        self.profile = settings.PROFILE.get(profile)
-        limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
-        spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
-        self.store_spec = spec
-        self._lease = lease(SPANS, spec, self.profile, name="otel-prov exporter", max_attribute_bytes=limit)
-        self._pipeline = self._lease.pipeline
-        self._problems = ProblemLog(logger, "otel-prov exporter")
+    def __init__(self, *, store: Store = None, profile: str | None = None,
+                 max_attribute_bytes: int | None = None) -> None:
+        self._open(SPANS, "otel-prov exporter", store, profile, max_attribute_bytes)
 
     @property
     def store(self) -> WriteStore:
@@ -89,35 +134,15 @@ class ProvSpanExporter(SpanExporter):
                     records.append(from_sdk(span))
                 except InvalidSpan:
                     problems.append("span without a valid trace or span id")
-            update = self._pipeline.submit(records).update
-            problems.extend(update.problems)
-            problems.extend(f"span rejected, not stored ({error})" for _, error in update.failed)
-            if problems:
-                self._problems.report(problems)
-            return SpanExportResult.SUCCESS
-        except PipelineClosed:
-            return SpanExportResult.FAILURE
-        except WriterFull:
-            self._problems.report(["batch refused: the store is not keeping up (or failing)"])
-            return SpanExportResult.FAILURE
-        except LogFailed:
-            self._problems.report(["batch not stored: the store's log cannot be written"])
-            return SpanExportResult.FAILURE
         except Exception:  # never into the application
             if not self._pipeline.closed:
                 self._problems.exception("unexpected error in export (see the first traceback)")
             return SpanExportResult.FAILURE
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        if self._pipeline.closed:
-            return True
-        return self._pipeline.wait(timeout=timeout_millis / 1000)
+        stored = submit(self._pipeline, self._problems, records, (), problems)
+        return SpanExportResult.SUCCESS if stored else SpanExportResult.FAILURE
 
     def shutdown(self, timeout_millis: float = 30_000) -> None:
-        if self._pipeline.closed:
-            return
-        if not self._lease.release(max(0.0, timeout_millis) / 1000):
-            logger.error("otel-prov exporter: not everything could be stored at shutdown (see above)")
+        self._release(timeout_millis / 1000)
 
     def stats(self) -> dict[str, Any]:
         """Counters: spans seen, quads written, store failures, problems by kind, and the
@@ -176,7 +201,7 @@ class ConfiguredProvSpanExporter(ProvSpanExporter):
         return {**super().stats(), "dropped_spans": 0}
 
 
-class ProvLogExporter(_LogExporter):
+class ProvLogExporter(_Leased, _LogExporter):
     """An OpenTelemetry SDK log exporter for the GenAI events some instrumentations send as log
     records (content capture as events: ``gen_ai.user.message``, ``gen_ai.choice``,
     ``gen_ai.client.inference.operation.details``, ``gen_ai.evaluation.result``): the mapping joins each
@@ -188,21 +213,9 @@ class ProvLogExporter(_LogExporter):
     (``opentelemetry-instrument``), or both built with the same ``store=``.  Same arguments, the same
     guarantees as the span exporter: ``export()`` never raises, SUCCESS once stored."""
 
-    def __init__(
-        self,
-        *,
-        store: str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None = None,
-        profile: str | None = None,
-        max_attribute_bytes: int | None = None,
-    ) -> None:
-        self.profile = settings.PROFILE.get(profile)
-        limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
-        spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
-        self.store_spec = spec
-        self._lease = lease(LOGS, spec, self.profile, name="otel-prov log exporter",
-                            max_attribute_bytes=limit)
-        self._pipeline = self._lease.pipeline
-        self._problems = ProblemLog(logger, "otel-prov log exporter")
+    def __init__(self, *, store: Store = None, profile: str | None = None,
+                 max_attribute_bytes: int | None = None) -> None:
+        self._open(LOGS, "otel-prov log exporter", store, profile, max_attribute_bytes)
         self.records = 0
         """GenAI events exported so far."""
         self.ignored = 0
@@ -219,36 +232,17 @@ class ProvLogExporter(_LogExporter):
                     self.ignored += 1
                 else:
                     logs.append(found)
-            if not logs:
-                return _LogResult.SUCCESS
-            self.records += len(logs)
-            update = self._pipeline.submit([], logs).update
-            if update.problems:
-                self._problems.report(update.problems)
-            return _LogResult.SUCCESS
-        except PipelineClosed:
-            return _LogResult.FAILURE
-        except WriterFull:
-            self._problems.report(["batch refused: the store is not keeping up (or failing)"])
-            return _LogResult.FAILURE
-        except LogFailed:
-            self._problems.report(["batch not stored: the store's log cannot be written"])
-            return _LogResult.FAILURE
         except Exception:  # never into the application
-            if not self._pipeline.closed:
-                self._problems.exception("unexpected error in export (see the first traceback)")
+            self._problems.exception("unexpected error in export (see the first traceback)")
             return _LogResult.FAILURE
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        if self._pipeline.closed:
-            return True
-        return self._pipeline.wait(timeout=timeout_millis / 1000)
+        if not logs:
+            return _LogResult.SUCCESS
+        self.records += len(logs)
+        stored = submit(self._pipeline, self._problems, [], logs, [])
+        return _LogResult.SUCCESS if stored else _LogResult.FAILURE
 
     def shutdown(self) -> None:
-        if self._pipeline.closed:
-            return
-        if not self._lease.release(30.0):
-            logger.error("otel-prov log exporter: not everything could be stored at shutdown (see above)")
+        self._release(30.0)
 
     def stats(self) -> dict[str, Any]:
         return {"records": self.records, "ignored": self.ignored, "problems": dict(self._problems.counts)}

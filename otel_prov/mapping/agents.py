@@ -847,14 +847,8 @@ class _TraceRuns:
                 self._synthesis(uuid, tool, call.result, focused)
 
     def _exploration(self, uuid: str, span: SpanLike, found: Retrieval) -> None:
-        attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_EXPLORATION}
-        if uuid != uuid_from_trace_id(span.trace_id):
-            attrs[A.SESSION_ID] = uuid
-        if found.chunks is not None:
-            attrs[A.CHUNK_IDS] = list(found.chunks)
-            if found.scores is not None:
-                attrs[A.CHUNK_SCORES] = list(found.scores)
-        if self.writer.emit(span, attrs) and found.chunks is None:
+        emitted = self.writer.emit(span, _chunks_step(A.STEP_EXPLORATION, uuid, span, found))
+        if emitted and found.chunks is None:
             self.writer.not_captured(exploration_iri(A.FLOW_DOC_RAG, uuid), [CHUNKS])
 
     def _focus(self, uuid: str, rerankers: Sequence[SpanView]) -> bool:
@@ -864,14 +858,7 @@ class _TraceRuns:
             return False
         reranker = rerankers[-1]
         found = retrieval_of(reranker)
-        attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: A.STEP_FOCUS}
-        if uuid != uuid_from_trace_id(reranker.trace_id):
-            attrs[A.SESSION_ID] = uuid
-        if found.chunks is not None:
-            attrs[A.CHUNK_IDS] = list(found.chunks)
-            if found.scores is not None:
-                attrs[A.CHUNK_SCORES] = list(found.scores)
-        if not self.writer.emit(reranker, attrs):
+        if not self.writer.emit(reranker, _chunks_step(A.STEP_FOCUS, uuid, reranker, found)):
             return False
         if found.chunks is None:
             self.writer.not_captured(doc_focus_iri(uuid), [CHUNKS])
@@ -879,6 +866,19 @@ class _TraceRuns:
 
     def _synthesis(self, uuid: str, span: SpanLike, content: str | None, focused: bool = False) -> None:
         self.writer.synthesis(A.FLOW_DOC_RAG, uuid, span, content, content is None, focused)
+
+
+def _chunks_step(step: str, uuid: str, span: SpanLike, found: Retrieval) -> dict[str, Any]:
+    """The attributes of a DocRAG step that lists chunks (its Exploration, its Focus): the chunk ids
+    and their scores, and the session's id when the span's trace id is not the session's."""
+    attrs: dict[str, Any] = {A.FLOW: A.FLOW_DOC_RAG, A.STEP: step}
+    if uuid != uuid_from_trace_id(span.trace_id):
+        attrs[A.SESSION_ID] = uuid
+    if found.chunks is not None:
+        attrs[A.CHUNK_IDS] = list(found.chunks)
+        if found.scores is not None:
+            attrs[A.CHUNK_SCORES] = list(found.scores)
+    return attrs
 
 
 def first_plain_of(prop: str, values: Sequence[str | None]) -> str | None:
