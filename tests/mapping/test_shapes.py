@@ -11,6 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
 import rdflib
 from opentelemetry.trace import SpanKind
 
@@ -644,3 +645,54 @@ def test_events_a_model_call_sent_while_its_agent_span_was_current_are_that_call
     got = mapped(spans, "seed", logs)[0]
     assert (got.question, got.answer) == (Q, "Paris 21.")
     assert [(s.thought, s.observation) for s in got.steps] == [("First Paris.", "21")]
+
+
+# -- names and keys no convention defines -------------------------------------------------------------
+
+
+def test_an_operation_no_convention_defines_is_read_by_its_words_and_its_values_by_their_keys() -> None:
+    """A framework writing the GenAI keys its own way (any-agent's ``call_llm`` operation,
+    ``gen_ai.tool.args``, ``gen_ai.output``): a model call by the word ``llm``, its output a list of
+    tool-call objects or plain text; a tool's arguments and result under keys whose last word says so."""
+    def call(start: int, output: str, **extra: Any) -> S:
+        attrs = {"gen_ai.operation.name": "call_llm", "gen_ai.output": output, **extra}
+        return S("call_llm m", start, start + 5, attrs)
+
+    def run(start: int, name: str, args: dict[str, Any], result: str) -> S:
+        return S(f"execute_tool {name}", start, start + 2, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+            "gen_ai.tool.args": json.dumps(args), "gen_ai.output": result})
+
+    root = agent([
+        call(10, json.dumps([{"tool.name": "temp", "tool.args": json.dumps({"city": "Paris"})}]),
+             **{"gen_ai.input.messages": json.dumps([{"role": "user", "content": Q}])}),
+        run(20, "temp", {"city": "Paris"}, "21"),
+        call(30, "Paris 21."),
+    ])
+    got = chains(root)[0]
+    assert (got.question, got.answer) == (Q, "Paris 21.")
+    assert [(s.action, s.arguments, s.observation) for s in got.steps] == [("temp", {"city": "Paris"}, "21")]
+
+
+def test_a_list_flattened_into_keys_is_never_a_spans_own_value() -> None:
+    """``metadata.steps.0.output`` is an item of a list (a step's output), not what the agent or the
+    model call gave: never the answer."""
+    root = agent([S("call_llm m", 10, 15, {"gen_ai.operation.name": "call_llm",
+                                           "metadata.steps.0.output": "Paris"})],
+                 **{"metadata.steps.0.output": "21"})
+    got = chains(root)
+    assert all(c.answer in (None, NOT_CAPTURED) for c in got)
+
+
+@pytest.mark.parametrize("op,role", [
+    ("call_llm", "llm"), ("llm_call", "llm"), ("tools/call", "tool"), ("run_tool", "tool"),
+    ("run_agent", "agent"), ("retrieve_documents", "retriever"), ("list_tools", "other"),
+    ("create_agent", "other"), ("embeddings", "other"),
+])
+def test_operations_by_their_words(op: str, role: str) -> None:
+    from otel_prov.mapping.dialects.genai import GENAI
+    from otel_prov.mapping.spans import SpanRecord
+
+    span = SpanRecord(trace_id=1, span_id=2, parent_id=0, name="x", start_ns=1, end_ns=2,
+                      attributes={"gen_ai.operation.name": op})
+    assert GENAI.role(span).value == role

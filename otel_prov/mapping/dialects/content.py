@@ -268,12 +268,41 @@ def repr_message(text: str) -> Mapping[str, Any] | None:
     return fields if "role" in fields and ("content" in fields or "parts" in fields) else None
 
 
+_REQUEST_NAME = frozenset({"name", "tool", "tool_name", "tool.name", "toolName", "function_name",
+                           "functionName"})
+_REQUEST_ARGS = frozenset({"args", "arguments", "input", "tool.args", "tool_args", "toolArgs", "tool_input",
+                           "toolInput", "parameters", "params"})
+_REQUEST_ID = frozenset({"id", "call_id", "tool_call_id", "toolCallId", "tool.call.id", "tool_id"})
+_REQUEST_OTHER = frozenset({"type", "toolCallType", "tool_call_type"})
+_REQUEST_TYPES = frozenset({"function", "tool_call", "tool-call", "function_call", "tool_use"})
+
+
+def bare_request(obj: Mapping[str, Any]) -> Request | None:
+    """A tool call written as an object of its own, with no message around it: a tool's name and its
+    arguments (and maybe an id), under any of the usual keys (``{"tool.name": ..., "tool.args":
+    ...}``, ``{"toolCallId": ..., "toolName": ..., "args": ...}``) and nothing else; else None."""
+    keys = set(obj)
+    names, args = keys & _REQUEST_NAME, keys & _REQUEST_ARGS
+    allowed = _REQUEST_NAME | _REQUEST_ARGS | _REQUEST_ID | _REQUEST_OTHER
+    if len(names) != 1 or len(args) != 1 or not keys <= allowed:
+        return None
+    kinds = [obj[k] for k in keys & _REQUEST_OTHER]
+    if any(not isinstance(k, str) or k.lower() not in _REQUEST_TYPES for k in kinds):
+        return None
+    ids = [obj[k] for k in keys & _REQUEST_ID]
+    return _request(ids[0] if len(ids) == 1 else None, obj[names.pop()], obj[args.pop()])
+
+
 def to_message(obj: Any) -> Message | None:
     """One message in any of the formats above, else None."""
     if isinstance(obj, str):
         obj = repr_message(obj)
     if not isinstance(obj, Mapping):
         return None
+    if "role" not in obj:
+        request = bare_request(obj)
+        if request is not None:
+            return Message(ASSISTANT, calls=[request])
     if obj.get("lc") is not None and isinstance(obj.get("kwargs"), Mapping):  # LangChain constructor
         ids = obj.get("id")
         cls = ids[-1] if isinstance(ids, (list, tuple)) and ids else ""
@@ -445,6 +474,8 @@ def _raw_role(item: Any) -> str:
         item = repr_message(item)
     if not isinstance(item, Mapping):
         return ""
+    if "role" not in item and bare_request(item) is not None:
+        return ASSISTANT
     if item.get("lc") is not None and isinstance(item.get("kwargs"), Mapping):
         ids = item.get("id")
         cls = ids[-1] if isinstance(ids, (list, tuple)) and ids else ""

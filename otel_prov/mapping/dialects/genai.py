@@ -346,6 +346,26 @@ def unmarked_role(span: SpanLike) -> Role:
 
 NOT_RUNS = frozenset({"create_agent", "embeddings", "embed", "create_thread", "create_assistant"})
 """GenAI operations that name an agent without running it."""
+_RETRIEVE_WORDS = frozenset({"retrieve", "retrieval", "retriever"})
+_AGENT_WORDS = frozenset({"agent", "workflow"})
+
+
+def operation_role(op: str) -> Role:
+    """What an operation no convention defines is, by its words (any-agent's ``call_llm``, MCP's
+    ``tools/call``, ``run_agent``): a model's word is a model call; a tool's with a word of running
+    (``tools/call``, not ``list_tools``) a tool call; an agent's with one an agent's run; a word of
+    retrieving a retrieval; else nothing."""
+    words = set(_WORDS.findall(op.lower()))
+    if words & _LLM_WORDS:
+        return Role.LLM
+    if words & _RETRIEVE_WORDS:
+        return Role.RETRIEVER
+    if words & _RUN_WORDS:
+        if words & _TOOL_WORDS:
+            return Role.TOOL
+        if words & _AGENT_WORDS:
+            return Role.AGENT
+    return Role.OTHER
 
 
 def other_role(span: SpanLike, op: str | None) -> Role:
@@ -385,6 +405,36 @@ def suffix_attr(span: SpanLike, suffixes: tuple[str, ...], any_span: bool = Fals
                 return None  # a placeholder (Google ADK's with content capture off), not a value
             return value
     return None
+
+
+INPUT_WORDS = frozenset({"input", "inputs", "args", "arguments", "params", "parameters"})
+OUTPUT_WORDS = frozenset({"output", "outputs", "result", "results", "response", "return", "returns"})
+_KEY_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[0-9]+")
+
+
+def last_word(key: str) -> str:
+    """The last word of an attribute's key (``gen_ai.tool.args``: args; ``mlflow.spanInputs``:
+    inputs)."""
+    words = _KEY_WORDS.findall(key.rsplit(".", 1)[-1])
+    return words[-1].lower() if words else ""
+
+
+_READ_FIRST = frozenset({INPUT_VALUE, OUTPUT_VALUE, TOOL_CALL_ARGUMENTS, TOOL_CALL_RESULT})
+
+
+def worded_attrs(span: SpanLike, words: frozenset[str]) -> list[Any]:
+    """The values of every key of a span, in any namespace, whose last word is one of ``words``
+    (``gen_ai.tool.args``, ``ai.toolCall.result``, ``mlflow.spanOutputs``): where a framework of no
+    convention keeps what a call took or gave.  Read after the conventions' keys; each value still
+    passes :func:`.values.check`."""
+    found = []
+    for key, value in span.attributes.items():
+        if key in _READ_FIRST or last_word(key) not in words or any(p.isdigit() for p in key.split(".")):
+            continue  # (``steps.0.output``: an item of a list flattened into keys, not the span's own)
+        if isinstance(value, str) and value.strip() in ("{}", "[]", ""):
+            continue  # a placeholder, not a value
+        found.append(value)
+    return found
 
 
 def marker_message(value: Any, role: str) -> list[C.Message] | None:
@@ -464,6 +514,10 @@ class GenAIDialect:
             return Role.LLM
         if op in RETRIEVAL_OPERATIONS:
             return Role.RETRIEVER
+        if op is not None and op != OP_UNKNOWN and op not in NOT_RUNS:
+            by_words = operation_role(op)
+            if by_words is not Role.OTHER:
+                return by_words
         if op is None or op == OP_UNKNOWN:
             kind = string_attr(span, OI_SPAN_KIND)
             if kind is not None:
@@ -492,7 +546,7 @@ class GenAIDialect:
         return messages
 
     def messages(self, span: SpanLike, output: bool, problems: list[str],
-                 groups: C.FlatGroups | None = None) -> list[C.Message] | None:
+                 groups: C.FlatGroups | None = None, model: bool = False) -> list[C.Message] | None:
         """The input (from its last user message on: see :func:`.content.messages_of`) or output
         messages, from wherever this version of the conventions put them; None when the span
         records none."""
@@ -533,6 +587,12 @@ class GenAIDialect:
                 found = C.messages_of(own, tail=not output)
                 if found:
                     return self.clean(found)
+        for own in worded_attrs(span, OUTPUT_WORDS if output else INPUT_WORDS):
+            found = C.messages_of(own, tail=not output)
+            if found:
+                return self.clean(found)
+            if model and output and isinstance(own, str) and own.strip() and not V.looks_structured(own):
+                return [C.Message(C.ASSISTANT, texts=[own])]  # a model call's text, as plain text
         return None
 
     def _details(self, span: SpanLike, key: str) -> Any:
@@ -605,7 +665,8 @@ class GenAIDialect:
         attrs = span.attributes
         found = [attrs.get(TOOL_CALL_ARGUMENTS), *(attrs.get(k) for k in TOOL_ARGUMENT_KEYS),
                  attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
-                 suffix_attr(span, INPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_INPUT, True)]
+                 suffix_attr(span, INPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_INPUT, True),
+                 *worded_attrs(span, INPUT_WORDS)]
         for message in C.event_messages(events_of(span), False) or ():
             found += [m for m in message.texts] + [r for _, r in message.responses]
         return found
@@ -613,7 +674,8 @@ class GenAIDialect:
     def result_candidates(self, span: SpanLike) -> list[Any]:
         attrs = span.attributes
         found = [attrs.get(TOOL_CALL_RESULT), attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT),
-                 suffix_attr(span, OUTPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_OUTPUT, True)]
+                 suffix_attr(span, OUTPUT_SUFFIXES), suffix_attr(span, VENDOR_TOOL_OUTPUT, True),
+                 *worded_attrs(span, OUTPUT_WORDS)]
         for message in C.event_messages(events_of(span), True) or ():
             found += message.texts + [r for _, r in message.responses]
         return found
@@ -653,7 +715,7 @@ class GenAIDialect:
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
         inputs = with_results(self.messages(span, False, problems), span.attributes.get(INPUT_VALUE))
-        outputs = self.messages(span, True, problems)
+        outputs = self.messages(span, True, problems, model=True)
         offered = TOOL_DEFINITIONS in span.attributes or any(
             k.startswith(OI_TOOLS_PREFIX) for k in span.attributes)
         conversation = string_attr(span, CONVERSATION_ID) or string_attr(span, SESSION_ID)
