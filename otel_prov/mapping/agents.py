@@ -845,6 +845,14 @@ class _TraceRuns:
             call = self.tool_calls.get(tool.span_id, tool_of(tool))
             if call.result is not None or call.captured:
                 self._synthesis(uuid, tool, call.result, focused)
+        elif run is None and retriever.parent_id:
+            # A pipeline of no convention (retrieve, then generate): the first model call beside the
+            # retrieval, after it, that answered in text is its synthesis.
+            after = [c for c in self.tree.at(Place.LLM) if c.parent_id == retriever.parent_id
+                     and c.start_ns >= retriever.end_ns and _plain(V.CONTENT, llm_of(c).text)]
+            if after:
+                self._synthesis(uuid, after[0], llm_of(after[0]).text, focused)
+                self.node_of[after[0].span_id] = synthesis_iri(A.FLOW_DOC_RAG, uuid)
 
     def _exploration(self, uuid: str, span: SpanLike, found: Retrieval) -> None:
         emitted = self.writer.emit(span, _chunks_step(A.STEP_EXPLORATION, uuid, span, found))

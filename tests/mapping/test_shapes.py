@@ -696,3 +696,59 @@ def test_operations_by_their_words(op: str, role: str) -> None:
     span = SpanRecord(trace_id=1, span_id=2, parent_id=0, name="x", start_ns=1, end_ns=2,
                       attributes={"gen_ai.operation.name": op})
     assert GENAI.role(span).value == role
+
+
+def _component(name: str, kind: str, start: int, end: int, inputs: Any = None, outputs: Any = None,
+               children: list[S] | None = None) -> S:
+    """A span of a framework that traces its components in no convention (Haystack's own tracer)."""
+    attrs: dict[str, Any] = {"fw.component.name": name, "fw.component.type": kind}
+    if inputs is not None:
+        attrs["fw.component.input"] = json.dumps(inputs)
+    if outputs is not None:
+        attrs["fw.component.output"] = json.dumps(outputs)
+    return S("fw.component.run", start, end, attrs, children or [])
+
+
+def _said(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def test_components_that_say_their_kind_a_serialized_transcript() -> None:
+    """Spans in no convention that say what they are under a key of their own (``...type``): an
+    ``Agent`` named by the ``...name`` beside it; a ``ChatGenerator`` whose output holds the model's
+    message is a model call, a ``ChatPromptBuilder`` is not; calls and results written as serialized
+    blocks (``{"tool_call": {...}}``, ``{"tool_call_result": {...}}``)."""
+    call = {"tool_call": {"tool_name": "temp", "arguments": {"city": "Paris"}, "id": "c1", "extra": None}}
+    result = {"role": "tool", "content": [{"tool_call_result": {
+        "result": "21", "origin": {"tool_name": "temp", "arguments": {"city": "Paris"}, "id": "c1"},
+        "error": False}}]}
+    question = {"role": "user", "content": [{"text": Q}]}
+    ask, answer = _said({"text": "First Paris."}, call), _said({"text": "Paris 21."})
+    root = _component("weather", "Agent", 0, 100, {"messages": [question]}, None, [
+        _component("prompt", "ChatPromptBuilder", 5, 8, {"query": Q}, {"prompt": [question]}),
+        _component("llm", "OpenAIChatGenerator", 10, 20, {"messages": [question]}, {"replies": [ask]}),
+        _component("tools", "ToolInvoker", 21, 25, {"messages": [ask]}, {"tool_messages": [result]}),
+        _component("llm", "OpenAIChatGenerator", 30, 40, {"messages": [question, ask, result]},
+                   {"replies": [answer]}),
+    ])
+    got = chains(root)
+    assert len(got) == 1
+    assert (got[0].question, got[0].agent, got[0].answer) == (Q, "weather", "Paris 21.")
+    assert [(s.thought, s.action, s.arguments, s.observation) for s in got[0].steps] == [
+        ("First Paris.", "temp", {"city": "Paris"}, "21")]
+
+
+def test_a_retrieval_then_a_model_call_in_no_convention_is_a_rag_session() -> None:
+    """A pipeline of components in no convention: the retriever's query and documents under its own
+    keys, the model call after it (beside it in the pipeline) its synthesis."""
+    docs = [{"id": "d1", "content": "Paris is the capital.", "score": 3.2},
+            {"id": "d2", "content": "Lyon is a city.", "score": 1.8}]
+    reply = {"replies": [{"role": "assistant", "content": [{"text": "Paris."}]}]}
+    root = S("fw.pipeline.run", 0, 100, {"fw.pipeline.input_data": "{}"}, [
+        _component("retriever", "InMemoryBM25Retriever", 5, 10, {"query": "capital?", "top_k": None},
+                   {"documents": docs}),
+        _component("llm", "OpenAIChatGenerator", 20, 30, {"messages": []}, reply),
+    ])
+    got = chains(root)
+    assert [(c.type, c.question, c.answer, c.chunks) for c in got] == [
+        ("DocRAG", "capital?", "Paris.", ("d1", "d2"))]

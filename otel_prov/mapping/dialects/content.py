@@ -114,7 +114,7 @@ def _request(call_id: Any, name: Any, arguments: Any) -> Request | None:
     return Request(str(call_id) if call_id not in (None, "") else None, name, args)
 
 
-def _add_keyed_block(msg: Message, block: Mapping[str, Any]) -> bool:
+def _add_keyed_block(msg: Message, block: Mapping[str, Any], nested: bool = False) -> bool:
     """A block named by its one key rather than a ``type`` (Bedrock Converse's ``{"text": ...}``,
     ``{"toolUse": {...}}``, ``{"toolResult": {...}}``, ``{"reasoningContent": ...}``; Gemini's
     ``{"function_call": {...}}``, ``{"function_response": {...}}``, ``{"text": ..., "thought": true}``).
@@ -165,6 +165,10 @@ def _add_keyed_block(msg: Message, block: Mapping[str, Any]) -> bool:
     if "type" not in block and isinstance(block.get("text"), str):
         (msg.reasoning if block.get("thought") is True else msg.texts).append(block["text"])
         return True
+    if len(block) == 1 and not nested:  # one key naming the block, its fields inside (a serialized
+        inner = next(iter(block.values()))  # dataclass: ``{"tool_call": {"tool_name": ..., ...}}``)
+        if isinstance(inner, Mapping) and "type" not in inner:
+            return _add_keyed_block(msg, inner, nested=True)
     return False
 
 

@@ -319,6 +319,53 @@ def own_key(key: str, suffixes: tuple[str, ...]) -> bool:
     return key.endswith(suffixes) or ("." + key in suffixes and key in BARE_KEYS)
 
 
+_KIND_WORDS = frozenset({"kind", "type", "spantype"})
+_MODEL_WORDS = _LLM_WORDS | {"model", "generator", "llms"}
+_KINDS = {"agent": Role.AGENT, "tool": Role.TOOL, "retriever": Role.RETRIEVER, "retrieval": Role.RETRIEVER,
+          "reranker": Role.RERANKER}
+
+
+def kind_key(span: SpanLike) -> tuple[str, str] | None:
+    """A key of a framework's own that says what kind of thing a span is (``mlflow.spanType``,
+    ``langfuse.observation.type``, ``haystack.component.type``), and its value; None if none."""
+    for key, value in span.attributes.items():
+        if isinstance(value, str) and value and len(value) <= 100 and \
+                "".join(_KEY_WORDS.findall(key.rsplit(".", 1)[-1])).lower() in _KIND_WORDS:
+            return key, value
+    return None
+
+
+def kind_role(span: SpanLike) -> Role:
+    """What a span in no convention says it is under a key of its own (:func:`kind_key`): ``AGENT``,
+    ``TOOL``, ``RETRIEVER``, ``RERANKER`` (also as the last word of a class's name: ``Agent``,
+    ``InMemoryBM25Retriever``); a model (``CHAT_MODEL``, ``generation``, ``OpenAIChatGenerator``) only
+    when its output holds a model's message -- a word is not enough (``ChatPromptBuilder``)."""
+    found = kind_key(span)
+    if found is None:
+        return Role.OTHER
+    words = [w.lower() for w in _KEY_WORDS.findall(found[1])]
+    if not words:
+        return Role.OTHER
+    role = _KINDS.get(words[-1])
+    if role is not None:
+        return role
+    if set(words) & _MODEL_WORDS:
+        for value in worded_attrs(span, OUTPUT_WORDS):
+            messages = C.messages_of(value)
+            if messages and any(m.role == C.ASSISTANT for m in messages):
+                return Role.LLM
+    return Role.OTHER
+
+
+def kind_name(span: SpanLike) -> str | None:
+    """The name beside a span's kind key (``haystack.component.name`` beside ``.type``)."""
+    found = kind_key(span)
+    if found is None:
+        return None
+    value = span.attributes.get(found[0].rsplit(".", 1)[0] + ".name") if "." in found[0] else None
+    return value if isinstance(value, str) and value and not code_path(value) else None
+
+
 def unmarked_role(span: SpanLike) -> Role:
     """What a span in no convention is, by the last words of its name: ``....agent.run`` an agent;
     ``haystack.agent.step.tool`` a tool call and ``....llm`` a model call when it also records an input
@@ -326,6 +373,9 @@ def unmarked_role(span: SpanLike) -> Role:
     nothing."""
     if not unmarked(span):
         return Role.OTHER
+    declared = kind_role(span)
+    if declared is not Role.OTHER:
+        return declared
     words = name_words(span)
     if not words:
         return Role.OTHER
@@ -616,7 +666,7 @@ class GenAIDialect:
                 return span.name[len(prefix):].strip() or None
         if _PLACEHOLDER.search(span.name):
             return template_value(span)
-        return name_of(span.name, (".agent", ".workflow"))
+        return kind_name(span) or name_of(span.name, (".agent", ".workflow"))
 
     def agent(self, span: SpanLike, problems: list[str]) -> Agent:
         attrs = span.attributes
@@ -727,7 +777,8 @@ class GenAIDialect:
                                       attrs.get(RERANK_QUERY),
                                       attrs.get(INPUT_VALUE),
                                       attrs.get(TL_ENTITY_INPUT),
-                                      *(attrs.get(k) for k in DB_QUERY_TEXT)))
+                                      *(attrs.get(k) for k in DB_QUERY_TEXT),
+                                      *worded_attrs(span, INPUT_WORDS)))
         docs = with_ids(retrieved_documents(span), C.documents(attrs.get(OUTPUT_VALUE)))
         return Retrieval(query, chunk_ids(span, docs), scores_of(docs))
 
@@ -753,8 +804,8 @@ def retrieved_documents(span: SpanLike) -> list[Mapping[str, Any]] | None:
     results = [dict(attrs_) for name, attrs_ in events_of(span) if name == DB_RESULT_EVENT]
     if results:
         return [{k.removeprefix("db.query.result."): v for k, v in r.items()} for r in results]
-    for key in (OUTPUT_VALUE, TL_ENTITY_OUTPUT):
-        listed = C.documents(attrs.get(key))
+    for value in (attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT), *worded_attrs(span, OUTPUT_WORDS)):
+        listed = C.documents(value)
         if listed is not None:
             return listed
     return None
