@@ -296,9 +296,12 @@ class Writer(_Counters):
         path = directory / f"otel-prov-rescue-{os.getpid()}-{time.time_ns()}.nq"
         removals = sum(1 for op in ops if op.remove)
         try:
+            directory.mkdir(parents=True, exist_ok=True)  # ($XDG_DATA_HOME/otel-prov may not exist yet)
             with open_private(path) as fh:
                 for op in ops:
                     fh.write(op.data)
+                fh.flush()
+                os.fsync(fh.fileno())
             logger.error("otel-prov: the store could not be written; %d unwritten batches saved as "
                          "N-Quads to %s (%d removals not applied)", len(ops) - removals, path, removals)
         except OSError as exc:

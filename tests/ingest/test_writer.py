@@ -370,3 +370,20 @@ def test_files_set_aside_are_private_and_never_follow_a_link(tmp_path: Path) -> 
     with pytest.raises(OSError):
         open_private(link)
     assert target.read_bytes() == b"keep\n"
+
+
+def test_the_rescue_directory_is_made_when_it_does_not_exist_yet(tmp_path: Path) -> None:
+    """A store on a server rescues next to ``$XDG_DATA_HOME/otel-prov``, which a process that never
+    wrote an on-disk store has not made: the rescue makes it rather than losing what it holds."""
+    store = RecordingStore(tmp_path / "store", fail_first=10**9)
+    missing = tmp_path / "xdg" / "otel-prov"
+    writer = Writer(store, rescue_dir=missing)
+    batch = quads("r1", 5)
+    writer.add(nquads(batch), 5)
+    writer.close(timeout=60)
+    rescued = list(missing.glob("otel-prov-rescue-*.nq"))
+    assert len(rescued) == 1
+    back = pyoxigraph.Store()
+    back.load(path=str(rescued[0]), format=pyoxigraph.RdfFormat.N_QUADS)
+    assert {str(q) for q in back} == expected(batch)
+    store.close()
