@@ -147,24 +147,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _at_least(kind: Callable[[str], Any], low: float, *, strictly: bool = False) -> Callable[[str], Any]:
-    """An argparse type: a number (``int`` or ``float``) at least (or more than) ``low``."""
+def _at_least(kind: Callable[[str], Any], low: float, *, strictly: bool = False,
+              high: float | None = None) -> Callable[[str], Any]:
+    """An argparse type: a number (``int`` or ``float``) at least (or more than) ``low``, and at
+    most ``high``."""
 
     def read(text: str) -> Any:
         try:
             value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
         if value < low or (strictly and value == low):
             raise argparse.ArgumentTypeError(f"must be {'more than' if strictly else 'at least'} {low:g}: "
                                              f"{text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:.0f}: {text[:40]}")
         return value
 
     return read
 
 
-_seconds = _at_least(float, 0, strictly=True)
-_positive = _at_least(int, 1)
+MAX_LIMIT = 1_000_000
+"""The largest ``--limit`` (a SPARQL ``LIMIT`` the stores take as a 64-bit number)."""
+_seconds = _at_least(float, 0, strictly=True, high=86_400 * 365)
+_positive = _at_least(int, 1, high=MAX_LIMIT)
+
+
+def _silence_stdout() -> None:
+    """No flush of what is left at exit (it would fail again, with a traceback)."""
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    except OSError:
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -178,11 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return exc.status if isinstance(exc, CliError) else EXIT_FAILED
     except BrokenPipeError:  # `otel-prov export | head`
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        except OSError:
-            pass
+        _silence_stdout()
         return EXIT_OK
+    except OSError as exc:  # writing the output failed (a full device), ...: one line, never a traceback
+        _silence_stdout()
+        where = f" ({exc.filename})" if exc.filename else " (the output)"
+        print(f"{PROG}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

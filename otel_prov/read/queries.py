@@ -53,9 +53,26 @@ def _blank(match: re.Match[str]) -> str:
     return " " if text.startswith("#") else "<>" if text.startswith("<") else '""'
 
 
+MAX_NESTING = 128
+"""The deepest nesting of ``{ [ (`` a query may have: the engines parse recursively, and a query
+nested some thousands deep (10 KB of text) overflows their stack (a segmentation fault)."""
+
+
+def deepest(code: str) -> int:
+    """How deep ``{``, ``[`` and ``(`` nest in a query's code (strings, IRIs and comments blanked)."""
+    depth = most = 0
+    for char in code:
+        if char in "{[(":
+            depth += 1
+            most = max(most, depth)
+        elif char in "}])":
+            depth = max(0, depth - 1)
+    return most
+
+
 def check_query(sparql: str, *, allow_service: bool = False) -> None:
     """:class:`QueryRefused` for an update (this is a read-only view of the store), an empty
-    query, or SERVICE unless allowed."""
+    query, a query nested deeper than :data:`MAX_NESTING`, or SERVICE unless allowed."""
     code = _NOT_CODE.sub(_blank, sparql)
     body = code[_PROLOGUE.match(code).end():]  # type: ignore[union-attr]  # the pattern always matches
     word = _FIRST_WORD.match(body.lstrip())
@@ -69,6 +86,10 @@ def check_query(sparql: str, *, allow_service: bool = False) -> None:
         shown = body.strip().split()[0][:30]
         raise QueryRefused(f"a query starts with {', '.join(QUERY_FORMS)} (after any PREFIX or BASE), "
                            f"not {shown!r}")
+    depth = deepest(code)
+    if depth > MAX_NESTING:
+        raise QueryRefused(f"the query nests {depth} levels deep (groups, brackets, parentheses); at most "
+                           f"{MAX_NESTING} are run")
     if not allow_service and uses_service(sparql):
         raise QueryRefused("the query uses SERVICE, which sends queries to other servers over the "
                            "network: refused unless allowed (otel-prov query --allow-service)")

@@ -898,3 +898,24 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130() -> None:
                             "print(sorted(m for m in sys.modules if m.startswith('otel_prov')))"],
                            capture_output=True, text=True, timeout=60)
     assert light.stdout.strip() == "['otel_prov', 'otel_prov.cli']", light.stdout
+
+
+def test_no_crash_and_no_traceback_on_deep_queries_huge_limits_or_a_full_device(filled: Filled) -> None:
+    """A query nested 5,000 deep (10 KB) once crashed the process in the engine's parser (exit 139);
+    ``--limit`` past a 64-bit number and stdout on a full device printed tracebacks.  Each is one line
+    now, with the exit status of its kind (as processes: a crash would take a test runner with it)."""
+    store = str(filled.path)
+    deep = "SELECT * WHERE { " + "{ " * 5000 + "?s ?p ?o" + " }" * 5000 + " }"
+    for argv, code, says in (
+            (["query", deep, "--store", store], 1, "nests 5001 levels deep"),
+            (["list", "--limit", "99999999999999999999999", "--store", store], 2, "must be at most 1000000"),
+            (["list", "--limit", "1e400", "--store", store], 2, "not a number")):
+        run = _process(*argv)
+        assert run.returncode == code, (argv[0], run.returncode, run.stderr[-500:])
+        assert says in run.stderr and "Traceback" not in run.stderr
+    with open("/dev/full", "w") as full:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        run = subprocess.run([sys.executable, "-m", "otel_prov.cli", "list", "--store", store], stdout=full,
+                             stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == ["otel-prov: error: No space left on device (the output)"]
