@@ -316,20 +316,35 @@ class View:
         return result, cut, None, 200
 
     async def _query_text(self, request: Request) -> str | None:
+        """The query of a GET (``?query=``) or of a posted urlencoded form, whose body is read only up
+        to :data:`MAX_QUERY_BYTES` (its declared length checked first): :class:`_TooLarge` past it."""
         if request.method == "POST":  # a urlencoded form (read here: no multipart parser needed)
-            body = await request.body()
-            if len(body) > MAX_QUERY_BYTES:
-                return None
-            values = parse_qs(body.decode("utf-8", "replace")).get("query")
+            declared = request.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_QUERY_BYTES:
+                raise _TooLarge
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_QUERY_BYTES:
+                    raise _TooLarge
+                chunks.append(chunk)
+            values = parse_qs(b"".join(chunks).decode("utf-8", "replace")).get("query")
             return values[0] if values else None
         return request.query_params.get("query")
 
+    async def _query_or_refusal(self, request: Request) -> tuple[str | None, str | None]:
+        try:
+            return await self._query_text(request), None
+        except _TooLarge:
+            return None, f"the query is larger than {MAX_QUERY_BYTES >> 20} MiB: not read"
+
     async def sparql_page(self, request: Request) -> Response:
-        text = await self._query_text(request)
+        text, refused = await self._query_or_refusal(request)
         context: dict[str, Any] = {"nav": "sparql", "prefixes": PREFIXES, "query": text or EXAMPLE_QUERY,
-                                   "result": None, "cut": False, "error": None,
+                                   "result": None, "cut": False, "error": refused,
                                    "timeout": self.config.query_timeout, "row_limit": self.config.row_limit}
-        status = 200
+        status = 413 if refused else 200
         if text and _from_another_site(request):
             context["error"] = CROSS_SITE + ": press Run to run it here"
             status = 403
@@ -339,7 +354,9 @@ class View:
         return self.page(request, "sparql.html", status, **context)
 
     async def api_sparql(self, request: Request) -> Response:
-        text = await self._query_text(request)
+        text, refused = await self._query_or_refusal(request)
+        if refused:
+            return JSONResponse({"error": refused}, status_code=413)
         if not text:
             return JSONResponse({"error": "no query: give it as ?query=... (or POST a form field query)"},
                                 status_code=400)
@@ -370,6 +387,10 @@ class View:
 
 
 CROSS_SITE = "query not run: the request came from a page of another site"
+
+
+class _TooLarge(Exception):
+    """A posted body larger than :data:`MAX_QUERY_BYTES` (not read further)."""
 
 
 def _from_another_site(request: Request) -> bool:
