@@ -26,6 +26,8 @@ _FLAGS: tuple[tuple[settings.Option[Any], str], ...] = (
                           "http://127.0.0.1:16686)"),
     (settings.UI_QUERY_TIMEOUT, "seconds a SPARQL query may run (default 10)"),
     (settings.UI_ROW_LIMIT, "rows of a SPARQL result shown (default 1000)"),
+    (settings.UI_ALLOWED_HOSTS, "comma-separated host names requests may name besides IP addresses and "
+                                "localhost (DNS rebinding protection; * for any)"),
 )
 
 
@@ -55,7 +57,7 @@ def config_from(args: argparse.Namespace) -> settings.UiSettings:
     return settings.ui_settings(
         via="flag", store=args.store, host=args.host, port=args.port, token=args.token,
         jaeger_url=args.jaeger_url, query_timeout=args.query_timeout, row_limit=args.row_limit,
-        public_without_token=args.public_without_token)
+        public_without_token=args.public_without_token, allowed_hosts=args.allowed_hosts)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

@@ -426,10 +426,13 @@ async def _in_thread(func: Callable[..., Any], *args: Any) -> Any:
 def _guard(view: View) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
     """Host check (a page on another site cannot reach a loopback view through DNS rebinding),
     the token (a bearer header, or the cookie ``?token=`` sets), and the security headers."""
-    loopback = is_loopback(view.config.host)
+    allowed = frozenset(name.lower() for name in view.config.allowed_hosts)
+    # As serve's: every request names an IP address, localhost or an allowed name -- on loopback
+    # always, elsewhere unless a token guards the view ("*" allows any name).
+    checking = "*" not in allowed and (is_loopback(view.config.host) or not view.config.token)
 
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        if loopback and not host_acceptable(request.headers.get("host", "")):
+        if checking and not host_acceptable(request.headers.get("host", ""), allowed):
             response: Response = PlainTextResponse(HOST_REFUSED, status_code=HOST_REFUSED_STATUS)
         else:
             response = await _authorised(view, request, call_next)

@@ -670,3 +670,30 @@ def test_a_posted_body_is_read_only_up_to_its_limit(view: str) -> None:
         status, sent = _post_raw(view, head, chunked(512 << 20))
         assert status == 413, path
         assert sent < 128 << 20, sent  # it stopped reading: the rest was never sent
+
+
+@pytest.mark.parametrize("host,token,allowed,names", [
+    # Every loopback address is loopback (127.0.0.2 answered 421 to everything).
+    ("127.0.0.2", None, (), {"127.0.0.2": 200, "localhost": 200, "attacker.example": 403}),
+    # Public without a token: the check still holds (it was off), and --allowed-hosts names the view.
+    ("0.0.0.0", None, ("view.example",), {"view.example": 200, "attacker.example": 403, "10.1.2.3": 200}),
+    ("127.0.0.1", None, ("*",), {"attacker.example": 200}),
+])
+def test_the_views_host_check_is_serves(recorded: Recorded, host: str, token: str | None,
+                                         allowed: tuple[str, ...], names: dict[str, int]) -> None:
+    running = serve(_config(recorded.path, host=host, token=token, allowed_hosts=allowed))
+    try:
+        port = running.url.rsplit(":", 1)[1]
+        for name, status in names.items():
+            address = "127.0.0.1" if host == "0.0.0.0" else host
+            r = get(f"http://{address}:{port}/api/sessions", headers={"Host": f"{name}:{port}"})
+            assert r.status_code == status, (host, name, r.status_code)
+    finally:
+        running.stop()
+
+
+def test_ui_allowed_hosts_flag_and_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    given = ui_settings(allowed_hosts="a.example,B.example", via="flag")
+    assert given.allowed_hosts == ("a.example", "b.example")
+    monkeypatch.setenv("OTEL_PROV_UI_ALLOWED_HOSTS", "c.example")
+    assert ui_settings().allowed_hosts == ("c.example",)
