@@ -119,6 +119,14 @@ class _Planned:
         return self.fd >= 0 and self.ended
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class Indexer:
     """Folds the log of the store at ``path`` into ``index`` (an open, read-write
     :class:`~.oxigraph.OxigraphStore`); the caller holds the index lock."""
@@ -129,6 +137,10 @@ class Indexer:
         """Load large additions in parts on every CPU at once (when nothing else runs here: the
         background folder, a closing writer)."""
         self.directory = seg.segments_dir(path)
+        self._place = _identity(self.directory)
+        self.moved = False
+        """The store's log is no longer where it was when this indexer opened it (the store deleted,
+        moved or replaced): it folds nothing more (never a new store's log into this index)."""
         self.folded_records = 0
         self.folded_bytes = 0
         self.deleted_segments = 0
@@ -147,7 +159,13 @@ class Indexer:
         """One round (of at most about ``budget`` bytes, default :data:`FOLD_BYTES`); returns the
         records folded, or -1 when there was nothing to do."""
         budget = FOLD_BYTES if budget is None else budget
-        if not self.directory.is_dir():
+        if self.moved or not self.directory.is_dir():
+            return -1
+        if self._place is not None and _identity(self.directory) != self._place:
+            self.moved = True
+            logger.error("otel-prov: the store's log %s is no longer the one this process opened (the store "
+                         "was deleted, moved or replaced); this process folds nothing more into its index "
+                         "(the log is kept for the next writer to open the store)", self.directory)
             return -1
         folded = seg.load_checkpoint(self.directory)
         plan = self._plan(folded, budget)

@@ -124,7 +124,10 @@ class IndexerService:
         with self._mutex:
             if self.indexer is None:
                 return 0
-            return self.indexer.fold_all(self._stop)
+            folded = self.indexer.fold_all(self._stop)
+            if self.indexer.moved:  # the store is no longer where this index was: let it go; the
+                self._drop_locked()  # next take() opens the index of the store now at the path
+            return folded
 
     def _run(self) -> None:
         last_try = 0.0
@@ -190,9 +193,12 @@ class IndexerService:
         self.lock.release()
 
     def _drop_locked(self) -> None:
-        index, self.index, self.indexer = self.index, None, None
+        index, indexer, self.index, self.indexer = self.index, self.indexer, None, None
         try:
-            if index is not None:
+            if index is not None and indexer is not None and indexer.moved:
+                # Never closed: RocksDB would write its manifest at the path, now another store's.
+                _keep_for_ever(index)
+            elif index is not None:
                 index.close()
         except Exception as exc:
             logger.debug("otel-prov: closing the failed index at %s: %s", self.path, exc)

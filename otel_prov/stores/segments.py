@@ -79,6 +79,11 @@ def encode(kind: bytes, payload: bytes) -> bytes:
     return _HEADER.pack(kind, len(payload), _crc(kind, len(payload), payload)) + payload
 
 
+class StoreMoved(OSError):
+    """The store a writer appends to is no longer where it was: its directory deleted, moved or
+    replaced (a segment open for appending is no longer the file of its name)."""
+
+
 class NotASegment(ValueError):
     """A file named like a segment whose header is not intact (empty, cut short, not ours): no record
     of it is committed."""
@@ -373,7 +378,25 @@ class SegmentWriter:
             self.appended += len(data)
             return self.appended
 
+    def _check_place(self, fd: int, name: str) -> None:
+        """``OSError`` unless the segment open as ``fd`` is still the store's file ``name`` (the store
+        directory, or its ``segments/``, deleted, moved or replaced under the writer: what is appended
+        to it would never be folded)."""
+        try:
+            here, there = os.fstat(fd), os.stat(self.directory / name)
+        except FileNotFoundError:
+            here, there = None, None
+        if here is None or there is None or (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
+            raise StoreMoved(errno.ENOENT, f"the store's log segment {self.directory / name} was removed "
+                                           "or replaced (the store directory deleted or moved?); nothing "
+                                           "more is acknowledged until the store is back")
+
     def _write(self, data: bytes) -> None:
+        try:
+            self._check_place(self._fd, self.name)
+        except StoreMoved:
+            self._retire()
+            raise
         try:
             _write_all(self._fd, data)
         except OSError:
@@ -461,7 +484,9 @@ class SegmentWriter:
 
     def _sync_once(self) -> OSError | None:
         """One group commit: ``fdatasync`` of the retired segments and the current one; synced
-        retired segments are closed (sealed).  Returns the error, if it failed."""
+        retired segments are closed (sealed).  A segment no longer the store's file (the store moved:
+        :class:`StoreMoved`) fails the commit, and every segment open is let go: nothing more is
+        appended to them.  Returns the error, if it failed."""
         with self._cv:
             self._attempts += 1
             attempt = self._attempts
@@ -473,28 +498,36 @@ class SegmentWriter:
                 end = self.appended
                 retired = list(self._retired)
                 current = os.dup(self._fd) if self._fd >= 0 else -1  # no descriptor left: a failure
+                current_name = self.name
             for fd, name in retired:
                 os.fdatasync(fd)
+                self._check_place(fd, name)
                 done.append((fd, name))
             if current >= 0:
                 os.fdatasync(current)
+                self._check_place(current, current_name)
         except OSError as exc:
             error = exc
         finally:
             if current >= 0:
                 os.close(current)
-        if done:
-            with self._lock:
-                for item in done:
-                    self._retired.remove(item)
-                    os.close(item[0])
+        failing = self.failure is not None  # said already: once is enough
+        with self._lock:
+            if isinstance(error, StoreMoved):
+                if self._fd >= 0:
+                    self._retire()
+                done = list(self._retired)  # let every open segment go: none is the store's any more
+                self._append_error = error
+            for item in done:
+                self._retired.remove(item)
+                os.close(item[0])
         with self._cv:
             if error is None:
                 self.synced = max(self.synced, end)
                 if self._sync_error is not None:
                     self._recovered("sync")
             else:
-                if self._sync_error is None and self._append_error is None:
+                if not failing:
                     logger.error("otel-prov: syncing the log at %s failed (%s); what it covered is not "
                                  "known durable", self.directory, error)
                 self._sync_error = error
@@ -505,6 +538,8 @@ class SegmentWriter:
     def _probe(self) -> None:
         """Whether the log can be written again: room on the disk, a segment open, a sync."""
         try:
+            if not self.directory.exists() and self.directory.parent.is_dir():
+                self.directory.mkdir(exist_ok=True)  # the store is back, without its log directory yet
             st = os.statvfs(self.directory)
             if st.f_bavail * st.f_frsize < PROBE_FREE_BYTES:
                 return

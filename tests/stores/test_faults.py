@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import time
@@ -497,3 +498,64 @@ def test_a_long_read_never_stops_a_writer_from_indexing(tmp_path: Path, killed_p
     finally:
         opened.close()
     assert serve.terminate(timeout=30) == 0, serve.tail()
+
+
+# -- the store deleted or replaced under a running writer ----------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_an_exporter_whose_store_is_deleted_or_replaced_reports_failure_then_recovers(
+        tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The store directory deleted (then made again), or moved away and replaced by another: export()
+    answered SUCCESS into a file no reader would ever see; now it is FAILURE, said once, until the
+    store is back -- and what it acknowledges then is in the store."""
+    store = tmp_path / "store"
+    before, lost, after = agent_spans(2), agent_spans(2), agent_spans(3)
+    exporter = ProvSpanExporter(store=store)
+    assert exporter.export(before) is SpanExportResult.SUCCESS
+    with caplog.at_level(logging.ERROR, logger="otel_prov"):
+        if how == "deleted":
+            shutil.rmtree(store)
+        else:
+            store.rename(tmp_path / "old")
+            store.mkdir()
+        assert exporter.export(lost) is SpanExportResult.FAILURE
+        if how == "deleted":
+            time.sleep(2.5)  # several probes: the store is not back, nothing is acknowledged
+            assert exporter.export(lost) is SpanExportResult.FAILURE
+            store.mkdir()
+        deadline = time.monotonic() + RECOVERY
+        while exporter.export(after) is not SpanExportResult.SUCCESS:
+            assert time.monotonic() < deadline, "the exporter did not recover once the store was back"
+            time.sleep(0.2)
+    assert exporter.force_flush(10_000)
+    exporter.shutdown()
+    said = [r for r in caplog.records if r.name == "otel_prov.stores.segments"]
+    assert sum("removed or replaced" in r.getMessage() for r in said) == 1
+    got = _stored(store)
+    assert _want(after) <= got
+    assert not _want(lost) & got
+
+
+def test_serve_whose_store_is_deleted_refuses_says_so_and_recovers_when_it_is_back(tmp_path: Path) -> None:
+    """serve kept answering OK and /health "ok" while everything acknowledged went into a deleted
+    directory (800 of 800 sessions lost); now requests are UNAVAILABLE and /health 503 until the store
+    is back, and nothing acknowledged afterwards is lost."""
+    store = tmp_path / "store"
+    batches = [agent_spans(3) for _ in range(4)]
+    server = _serve(store)
+    try:
+        channel, client = stub(server.grpc.port)  # type: ignore[union-attr]
+        with channel:
+            assert _export(client, request_of(batches[0])) is grpc.StatusCode.OK
+            shutil.rmtree(store)
+            assert _export(client, request_of(batches[1])) is grpc.StatusCode.UNAVAILABLE
+            assert _health(server) == 503
+            store.mkdir()
+            wait_until(lambda: _health(server) == 200, RECOVERY, "serve to recover once its store is back")
+            for batch in batches[1:]:  # the client's retry, and what comes next
+                assert _export(client, request_of(batch)) is grpc.StatusCode.OK
+    finally:
+        server.stop(10)
+    got = _stored(store)
+    assert _want_otlp([request_of(b) for b in batches[1:]]) <= got
