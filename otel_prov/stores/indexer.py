@@ -112,6 +112,8 @@ class _Planned:
     """Held open (and flock'd) when the segment is sealed, so no new writer can reuse it; else -1."""
     ended: bool
     """Whether the segment's committed prefix ended within ``records``."""
+    damaged: bool = False
+    """Damage was skipped reading it: once folded it is set aside (kept), never deleted."""
 
     @property
     def finished(self) -> bool:
@@ -141,6 +143,8 @@ class Indexer:
         self.moved = False
         """The store's log is no longer where it was when this indexer opened it (the store deleted,
         moved or replaced): it folds nothing more (never a new store's log into this index)."""
+        self.damaged: set[str] = set()
+        """Segments damage was skipped in: set aside (kept) once folded, never deleted."""
         self.folded_records = 0
         self.folded_bytes = 0
         self.deleted_segments = 0
@@ -181,7 +185,11 @@ class Indexer:
             if checkpoint != folded:
                 seg.save_checkpoint(self.directory, checkpoint)
             for item in plan:
-                if item.finished:
+                if item.damaged:
+                    self.damaged.add(item.name)
+                if item.finished and item.name in self.damaged:
+                    seg.set_aside(self.directory / item.name, OSError(f"{item.name} was damaged"))
+                elif item.finished:
                     (self.directory / item.name).unlink(missing_ok=True)
                     self.deleted_segments += 1
             if any(item.finished for item in plan):
@@ -239,7 +247,7 @@ class Indexer:
                 fd = -1
                 if os.stat(path).st_size <= max(offset, len(seg.MAGIC)):
                     return None
-            records, ended = seg.read_records(path, offset, max(budget, 1))
+            records, ended, damaged = seg.read_records(path, offset, max(budget, 1))
         except seg.NotASegment as exc:  # nothing in it is committed; sealed, it is set aside
             if fd >= 0:
                 os.close(fd)
@@ -249,7 +257,7 @@ class Indexer:
             if fd >= 0:
                 os.close(fd)
             raise
-        return _Planned(name, records, fd, ended)
+        return _Planned(name, records, fd, ended, damaged)
 
     def _apply(self, plan: list[_Planned]) -> None:
         sequences: list[list[seg.Record]] = []

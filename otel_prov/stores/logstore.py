@@ -564,7 +564,7 @@ def _unfolded(directory: Path, names: list[str], folded: dict[str, int]
                         cut = True
                         left += max(0, size - max(offset, len(seg.MAGIC)))
                         continue
-                    got, ended = seg.read_open_records(fh, offset, budget)
+                    got, ended, _ = seg.read_open_records(fh, offset, budget)
             except FileNotFoundError:
                 return None
             except seg.NotASegment as exc:  # no record of it is committed (the indexer sets it aside)

@@ -118,20 +118,54 @@ class Record:
     """The offset just past this record in its segment (where folding resumes)."""
 
 
-def read_records(path: Path, offset: int, budget: int) -> tuple[list[Record], bool]:
+def read_records(path: Path, offset: int, budget: int) -> tuple[list[Record], bool, bool]:
     """The committed records of the segment at ``path`` from ``offset`` (0: its start), up to about
-    ``budget`` bytes of payload (at least one record).  Returns them and whether the committed
-    prefix ended within what was read (a torn or incomplete record, or the end of the file)."""
+    ``budget`` bytes of payload (at least one record).  Returns them, whether the committed prefix
+    ended within what was read (a torn or incomplete record, or the end of the file), and whether
+    damage was skipped on the way (:func:`read_open_records`)."""
     with open(path, "rb") as fh:
         return read_open_records(fh, offset, budget)
 
 
-def read_open_records(fh: IO[bytes], offset: int, budget: int) -> tuple[list[Record], bool]:
-    """:func:`read_records` from a segment already open (``fh``)."""
+SALVAGE_BYTES = 64 * 1024 * 1024
+"""How many bytes of checksums a search for the next good record past damage may compute at most."""
+
+
+def _resync(fh: IO[bytes], start: int) -> int | None:
+    """Past a record that fails its checksum, the offset of the next record that passes it (a flipped
+    byte in the middle of a segment must not hide what follows); None if none follows (a torn tail:
+    a writer killed in the middle of a ``write``)."""
+    fh.seek(start)
+    data = fh.read()
+    spent = 0
+    for i in range(1, len(data) - HEADER_SIZE + 1):
+        if data[i:i + 1] not in (ADD, REMOVE):
+            continue
+        kind, length, crc = _HEADER.unpack_from(data, i)
+        end = i + HEADER_SIZE + length
+        if end > len(data):
+            continue
+        spent += length
+        if spent > SALVAGE_BYTES:
+            return None
+        if _crc(kind, length, data[i + HEADER_SIZE:end]) == crc:
+            return start + i
+    return None
+
+
+def read_open_records(fh: IO[bytes], offset: int, budget: int) -> tuple[list[Record], bool, bool]:
+    """:func:`read_records` from a segment already open (``fh``).  A record that fails its checksum
+    with a good record after it is damage (a flipped byte, not a torn tail): it is skipped, said once
+    in one line naming the file, and reading goes on from the good record."""
     records: list[Record] = []
+    damaged = False
     if offset < len(MAGIC):
         fh.seek(0)
-        if fh.read(len(MAGIC)) != MAGIC:
+        head = fh.read(len(MAGIC))
+        if head != MAGIC:
+            if head[:6] == MAGIC[:6] and head[6:7].isdigit() and head[6:7] > MAGIC[6:7]:
+                raise NotASegment(f"{fh.name} is a log segment of a newer otel-prov (format "
+                                  f"{head[6:7].decode()}): read it with that version")
             raise NotASegment(f"{fh.name} is not an otel-prov log segment (its header is not intact)")
         offset = len(MAGIC)
     fh.seek(offset)
@@ -139,17 +173,25 @@ def read_open_records(fh: IO[bytes], offset: int, budget: int) -> tuple[list[Rec
     while used < budget or not records:
         header = fh.read(HEADER_SIZE)
         if len(header) < HEADER_SIZE:
-            return records, True
+            return records, True, damaged
         kind, length, crc = _HEADER.unpack(header)
-        if kind not in (ADD, REMOVE):
-            return records, True
-        payload = fh.read(length)
-        if len(payload) < length or _crc(kind, length, payload) != crc:
-            return records, True
+        payload = fh.read(length) if kind in (ADD, REMOVE) else b""
+        if kind not in (ADD, REMOVE) or len(payload) < length or _crc(kind, length, payload) != crc:
+            good = _resync(fh, offset)
+            if good is None:
+                return records, True, damaged
+            report_once(f"damaged:{fh.name}:{offset}", logging.ERROR,
+                        "otel-prov: the log segment %s is damaged: %d bytes at offset %d fail their "
+                        "checksum and are skipped (the records after them are read; the file is kept)",
+                        fh.name, good - offset, offset)
+            damaged = True
+            offset = good
+            fh.seek(offset)
+            continue
         offset += HEADER_SIZE + length
         used += length
         records.append(Record(kind, payload, offset))
-    return records, False
+    return records, False, damaged
 
 
 def try_lock(fd: int) -> bool:
