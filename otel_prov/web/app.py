@@ -303,6 +303,8 @@ class View:
         except isolated.QueryTimedOut:
             return None, False, (f"the query did not finish within {self.config.query_timeout:g} s "
                                  "(--query-timeout); it was stopped"), 504
+        except isolated.QueryTooLarge as error:
+            return None, False, str(error), 507
         except SyntaxError as error:
             return None, False, syntax_message(text, str(error)), 400
         except StoreNotFound as error:

@@ -45,17 +45,51 @@ def run_query(spec: StoreSpec, sparql: str, *, timeout: float, row_limit: int) -
             if not receive.poll(timeout):
                 raise QueryTimedOut(f"the query did not finish within {timeout:g} s")
             kind, value = _next(receive, 0, "")
+    except StoreError:
+        child.join(5)
+        if child.exitcode is not None and child.exitcode < 0 or child.exitcode == MEMORY_EXIT:
+            raise QueryTooLarge(f"the query needed more than {QUERY_MEMORY >> 20} MiB of memory; it was "
+                                "stopped") from None
+        raise
     finally:
         receive.close()
         if child.is_alive():
             child.kill()
         child.join(5)
+    if kind == "memory":
+        raise QueryTooLarge(value)
     if kind == "result":
         result, cut = value
         return result, cut
     errors = {"syntax": SyntaxError, "not-found": StoreNotFound, "unreadable": StoreUnreadable}
     error = errors.get(kind, StoreError)
     raise error(value)
+
+
+QUERY_MEMORY = 1 << 30
+"""The memory a query may take beyond what its process holds once the store is open (an address-space
+limit): a careless join fails in its own process, never takes the machine's memory."""
+MEMORY_EXIT = 70
+
+
+class QueryTooLarge(StoreError):
+    """The query needed more memory than :data:`QUERY_MEMORY`; its process was stopped."""
+
+
+def _limit_memory() -> None:
+    """This process's address space: what it maps now, plus :data:`QUERY_MEMORY`."""
+    import resource
+
+    try:
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return  # not Linux: no limit
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = mapped + QUERY_MEMORY
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
 
 
 START_TIMEOUT = 30.0
@@ -83,6 +117,7 @@ def _child(send: Connection, spec: StoreSpec, sparql: str, row_limit: int) -> No
             send.send(("unreadable", str(exc)))
             send.close()
             return
+        _limit_memory()
         send.send(("ready", None))
         try:
             result = queries.run_query(store, sparql)
@@ -91,6 +126,8 @@ def _child(send: Connection, spec: StoreSpec, sparql: str, row_limit: int) -> No
         cut = len(result.rows) > row_limit or len(result.triples) > row_limit
         result.rows, result.triples = result.rows[:row_limit], result.triples[:row_limit]
         answer = ("result", (result, cut))
+    except MemoryError:
+        answer = ("memory", f"the query needed more than {QUERY_MEMORY >> 20} MiB of memory; it was stopped")
     except SyntaxError as exc:
         answer = ("syntax", str(exc))
     except StoreNotFound as exc:

@@ -697,3 +697,20 @@ def test_ui_allowed_hosts_flag_and_variable(monkeypatch: pytest.MonkeyPatch) -> 
     assert given.allowed_hosts == ("a.example", "b.example")
     monkeypatch.setenv("OTEL_PROV_UI_ALLOWED_HOSTS", "c.example")
     assert ui_settings().allowed_hosts == ("c.example",)
+
+
+def test_a_query_that_needs_too_much_memory_is_stopped_in_its_own_process(recorded: Recorded) -> None:
+    """Two cartesian ORDER BY queries took the view's query processes to 6.8 GiB within their timeout;
+    each now has an address-space limit (1 GiB beyond the open store) and is answered 507."""
+    running = serve(_config(recorded.path, query_timeout=60.0))
+    try:
+        heavy = ("SELECT ?a ?b ?c ?d ?e WHERE { ?a ?p1 ?o1 . ?b ?p2 ?o2 . ?c ?p3 ?o3 . ?d ?p4 ?o4 . "
+                 "?e ?p5 ?o5 } ORDER BY ?a ?b ?c ?d ?e")
+        started = time.monotonic()
+        r = get(running.url + "/api/sparql", params={"query": heavy})
+        assert r.status_code == 507, r.text[:300]
+        assert "needed more than 1024 MiB of memory" in r.json()["error"]
+        assert time.monotonic() - started < 60
+        assert get(running.url + "/api/sparql", params={"query": "ASK { ?s ?p ?o }"}).json()["boolean"]
+    finally:
+        running.stop()
