@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ..settings import ServeSettings
 from .decode import DECODED_PER_BYTE, MAX_MESSAGE_BYTES, BadRequest, decode_logs, decode_protobuf
+from .guards import single
 from .receiver import Answer, Outcome, Receiver
 from .rpc_status import UNAVAILABLE, retry_info, status
 
@@ -129,10 +130,9 @@ class _Handlers:
 
 
 def _metadata(context: grpc.ServicerContext, key: str) -> str | None:
-    for k, v in context.invocation_metadata():
-        if k == key:
-            return v if isinstance(v, str) else v.decode("utf-8", "replace")
-    return None
+    """The one value of ``key`` (:func:`.guards.single`: ``""`` when it is given more than once)."""
+    return single([v if isinstance(v, str) else v.decode("utf-8", "replace")
+                   for k, v in context.invocation_metadata() if k == key])
 
 
 def _identity(data: bytes) -> bytes:

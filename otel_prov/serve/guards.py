@@ -44,3 +44,12 @@ def bearer_matches(header: str | None, token: bytes) -> bool:
         return False
     scheme, _, value = header.strip().partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode("utf-8"), token)
+
+
+def single(values: list[str]) -> str | None:
+    """The one value of a header given once; None when it is absent; ``""`` (which no token matches)
+    when it is given more than once -- a request with two ``authorization`` headers is never decided
+    by whichever one a server happens to read."""
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else ""

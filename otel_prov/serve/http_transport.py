@@ -48,6 +48,7 @@ from .decode import (
     decode_protobuf,
     too_large,
 )
+from .guards import single
 from .http_server import HostCheck, HttpLimits, HttpServer
 from .receiver import Answer, Outcome, Receiver
 from .rpc_status import INVALID_ARGUMENT, UNAUTHENTICATED, UNAVAILABLE
@@ -124,7 +125,7 @@ class OtlpHttpApp:
         encoding = JSON if content_type == JSON else PROTOBUF
         reservation = _Reservation(receiver)
         try:
-            header = request.headers.get("authorization")
+            header = single(request.headers.getlist("authorization"))
             if not receiver.authorized(header):
                 return _answer(receiver.refuse_unauthenticated(header is not None), encoding, close=True)
             if content_type not in (PROTOBUF, JSON):

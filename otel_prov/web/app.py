@@ -49,7 +49,7 @@ from ..render.data import session_dicts, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
 from ..render.text import HIDDEN, chunk_text, question_text, term, visible
-from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable
+from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable, single
 from ..settings import UiSettings, is_loopback
 from ..stores import ReadStore, open_for_reading
 from ..stores.base import QueryResult
@@ -458,7 +458,7 @@ async def _authorised(view: View, request: Request,
         response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
         response.set_cookie(COOKIE, view.cookie, httponly=True, samesite="lax", path="/")
         return response
-    if bearer_matches(request.headers.get("authorization"), token.encode()):
+    if bearer_matches(single(request.headers.getlist("authorization")), token.encode()):
         return await call_next(request)
     if hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), view.cookie.encode()):
         return await call_next(request)

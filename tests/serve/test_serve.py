@@ -689,3 +689,31 @@ def test_response_type_matches_request(make_server: Make) -> None:
                          headers={"Content-Type": "application/x-protobuf"})
     assert resp.headers["Content-Type"] == "application/x-protobuf"
     assert ExportTraceServiceResponse.FromString(resp.content) == ExportTraceServiceResponse()
+
+
+def test_two_authorization_headers_are_never_decided_by_the_first(make_server: Make) -> None:
+    """With a token, a request carrying the right token and a wrong one (in either order) is refused
+    on both transports: which header a server reads first decides nothing."""
+    import http.client
+
+    server = make_server(token="s3cret")
+    request = request_of(agent_spans())
+    channel, client = stub(server.grpc.port)
+    with channel:
+        for metadata in ((("authorization", "Bearer s3cret"), ("authorization", "Bearer wrong")),
+                         (("authorization", "Bearer wrong"), ("authorization", "Bearer s3cret"))):
+            with pytest.raises(grpc.RpcError) as err:
+                client.Export(request, metadata=metadata, timeout=10)
+            assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    host, port = server.http_address.rsplit(":", 1)
+    body = request.SerializeToString()
+    for first, second in (("s3cret", "wrong"), ("wrong", "s3cret")):
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.putrequest("POST", "/v1/traces")
+        connection.putheader("Content-Type", "application/x-protobuf")
+        connection.putheader("Content-Length", str(len(body)))
+        connection.putheader("Authorization", f"Bearer {first}")
+        connection.putheader("Authorization", f"Bearer {second}")
+        connection.endheaders(body)
+        assert connection.getresponse().status == 401
+        connection.close()
