@@ -25,7 +25,16 @@ from ..render import LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
-from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, CliError
+from .common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    FORMAT_ALIASES,
+    PROG,
+    CliError,
+    format_choice,
+)
 from .read import DEFAULT_QUERY_TIMEOUT, EXPORT_SUFFIXES, cmd_export, cmd_list, cmd_query, cmd_show
 
 _STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
@@ -54,9 +63,14 @@ def _add(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_: 
     return parser
 
 
-def _formats(names: Sequence[str]) -> dict[str, Any]:
-    """``choices`` and ``default`` of a ``--format`` flag: the registry's names, the first by default."""
-    return {"choices": tuple(names), "default": names[0], "help": f"default: {names[0]}"}
+def _formats(names: Sequence[str], *, from_output: bool = False) -> dict[str, Any]:
+    """A ``--format`` flag: the registry's names (and their usual aliases: ``ttl``, ``nq``), the first
+    by default (``from_output``: unless ``--output``'s suffix names another)."""
+    names = list(names)
+    return {"type": format_choice(names), "choices": names, "metavar": "{" + ",".join(names) + "}",
+            "default": None if from_output else names[0],
+            "help": f"{'default: from --output suffix, else ' if from_output else 'default: '}{names[0]}; "
+                    f"aliases: {', '.join(k for k, v in FORMAT_ALIASES.items() if v in names) or 'none'}"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
              epilog=f"example: {PROG} show urn:trustgraph:agent:UUID --format svg --output trace.svg")
     p.add_argument("iri", help="the IRI of a Question (see 'otel-prov list') or of one of its steps")
     _common(p)
-    p.add_argument("--format", **_formats(list(TRACE_FORMATS)))
+    p.add_argument("--format", **_formats(list(TRACE_FORMATS), from_output=True))
     p.add_argument("--jaeger-url", help=f"Jaeger UI base URL, to print the trace's link "
                    f"({settings.JAEGER_URL.env}; e.g. http://localhost:16686)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
@@ -100,8 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", action="append", metavar="IRI",
                    help="only this session (its IRI, or its trace id; repeatable)")
     suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
-    p.add_argument("--format", choices=tuple(EXPORT_FORMATS),
-                   help=f"default: from --output's suffix ({suffixes}), else {next(iter(EXPORT_FORMATS))}")
+    p.add_argument("--format", **{**_formats(list(EXPORT_FORMATS), from_output=True),
+                                  "help": f"default: from --output's suffix ({suffixes}), else "
+                                          f"{next(iter(EXPORT_FORMATS))}; aliases: ttl, nq, json-ld"})
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "query", cmd_query, "run a SPARQL query over the store",
@@ -183,7 +198,10 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the subcommand's own usage, not the top-level one
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args))
     except (CliError, ProvError, TraceNotFound) as exc:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import settings
@@ -93,3 +95,33 @@ def option(args: argparse.Namespace, setting: settings.Option[Any]) -> Any:
     """A setting's value for this command: its flag if given, else its variable, else its default."""
     name = (setting.flag or "").lstrip("-").replace("-", "_")
     return setting.get(getattr(args, name, None), via="flag")
+
+
+FORMAT_ALIASES = {"ttl": "turtle", "nq": "nquads", "n-quads": "nquads", "json-ld": "jsonld", "rq": "sparql"}
+"""The usual short names of the formats (``--format ttl``)."""
+
+
+def format_choice(names: Sequence[str]) -> Callable[[str], str]:
+    """An argparse type for ``--format``: one of ``names`` or one of its usual aliases."""
+    def read(text: str) -> str:
+        name = FORMAT_ALIASES.get(text.strip().lower(), text.strip().lower())
+        if name not in names:
+            aliases = ", ".join(k for k, v in FORMAT_ALIASES.items() if v in names)
+            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(names)}"
+                                             f"{'; also ' + aliases if aliases else ''})")
+        return name
+    return read
+
+
+def resolve_format(given: str | None, output: str | None, suffixes: dict[str, str], default: str) -> str:
+    """The format: ``--format`` if given, else the one ``--output``'s suffix names, else ``default``; a
+    ``--format`` that another format's suffix contradicts (``--format turtle -o x.svg``) is a
+    :class:`UsageError`."""
+    suffix = os.path.splitext(output or "")[1].lower() if output not in (None, "-") else ""
+    named = suffixes.get(suffix)
+    if given is None:
+        return named or default
+    if named is not None and named != given:
+        raise UsageError(f"--format {given} does not match the output file {output!r} ({suffix} is "
+                         f"{named}): give one or the other")
+    return given

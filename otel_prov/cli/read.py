@@ -4,7 +4,6 @@ to read (never create one) through its read protocol, and print what the rendere
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -18,13 +17,13 @@ from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.model import TYPES, TraceNotFound
 from ..read.queries import QueryRefused, check_query, run_query, syntax_message
 from ..read.reader import TraceReader
-from ..render import LIST_FORMATS, Shown, render_trace
+from ..render import LIST_FORMATS, TRACE_FORMATS, Shown, render_trace
 from ..render.rdf import EXPORT_FORMATS, write_quads
 from ..render.results import render_result
 from ..render.text import EMPTY
 from ..stores import ReadStore
 from ..stores.base import IRI, QuadTerms, Term
-from .common import PROG, CliError, Reading, UsageError, check_iri, option, write
+from .common import PROG, CliError, Reading, UsageError, check_iri, option, resolve_format, write
 
 T = TypeVar("T")
 
@@ -57,6 +56,8 @@ def _in_collection(args: argparse.Namespace, reader: TraceReader, collection: st
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    fmt = resolve_format(args.format, args.output, {f.suffix: f.name for f in TRACE_FORMATS.values()},
+                         next(iter(TRACE_FORMATS)))
     ref = check_iri(args.iri, trace_id=True)
     jaeger = option(args, settings.JAEGER_URL)  # a bad value is an error before the store is read
     with Reading(args) as store:
@@ -65,7 +66,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         except TraceNotFound as exc:
             raise CliError(str(exc)) from exc
     shown = Shown(trace, triples, jaeger)
-    write(render_trace(args.format, shown), args.output)
+    write(render_trace(fmt, shown), args.output)
     return 0
 
 
@@ -116,16 +117,14 @@ def _quad_order(quad: QuadTerms) -> tuple[tuple[str, str, str, str], ...]:
 
 
 EXPORT_SUFFIXES = {f".{rdf_format.file_extension}": name for name, rdf_format in EXPORT_FORMATS.items()}
+EXPORT_SUFFIXES[".json"] = "jsonld"  # JSON-LD is the JSON of RDF
 """``export --output``'s suffixes, and the format each means when ``--format`` is not given."""
 
 
 def export_format(args: argparse.Namespace) -> str:
     """``--format``, else the format ``--output``'s suffix names (``.ttl``, ``.trig``, ``.nq``,
-    ``.jsonld``), else Turtle."""
-    if args.format is not None:
-        return str(args.format)
-    suffix = os.path.splitext(args.output or "")[1].lower()
-    return EXPORT_SUFFIXES.get(suffix, next(iter(EXPORT_FORMATS)))
+    ``.jsonld``, ``.json``), else Turtle; a contradiction between the two is a usage error."""
+    return resolve_format(args.format, args.output, EXPORT_SUFFIXES, next(iter(EXPORT_FORMATS)))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -187,8 +186,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     text = _read_query(args)
     try:
         check_query(text, allow_service=args.allow_service)
-    except QueryRefused as exc:
-        raise CliError(str(exc)) from None
+    except QueryRefused as exc:  # the query argument's value is refused: a usage error
+        raise UsageError(str(exc)) from None
     with Reading(args) as store:
         try:
             result = run_with_timeout(lambda: run_query(store, text), args.timeout)

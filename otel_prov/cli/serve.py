@@ -45,7 +45,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(str(unauthenticated.flag), action="store_const", const="true", default=None,
                         help="listen on an address other than loopback without a token (refused "
                              f"otherwise; {unauthenticated.env}=true)")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    parser.add_argument("--log-level", default="INFO", type=str.upper,
+                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="default INFO")
     parser.set_defaults(func=run)
 
 
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
         server = Server(config)
     except (ProvError, OSError) as exc:
-        print(f"otel-prov serve: {exc}", file=sys.stderr)
+        print(f"otel-prov: error: {exc}", file=sys.stderr)  # the prefix of every command's errors
         return 2 if isinstance(exc, ConfigError) else 1  # a bad value: a usage error, as argparse's
     if stop.is_set():  # SIGINT / SIGTERM while starting: nothing was acknowledged yet
         server.stop(0)
@@ -106,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
              f"store={config.store}"]
     tune_gc()
     print("otel-prov serve: listening " + " ".join(parts), flush=True)
+    cpus = os.cpu_count() or 1
+    if config.workers > cpus:
+        logger.warning("otel-prov serve: --workers %d on %d CPU%s: more mapping processes than CPUs only "
+                       "compete for them (and each takes memory); %d or fewer", config.workers, cpus,
+                       "" if cpus == 1 else "s", cpus)
     if config.store.in_memory:
         logger.warning("otel-prov serve: the store is in memory (memory:): everything received is lost "
                        "when serve stops, and no other command can read it; give --store PATH to keep it")

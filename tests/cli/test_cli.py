@@ -495,14 +495,16 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
     one_error_line(r, "SPARQL syntax error at line 4, column")
     store = str(filled.path)
     # What a person types wrong, said in their words: no character classes, no "expected CONSTRUCT".
-    for query, says in (
-            ("SELECT ?x WHERE { ?x foo:bar ?y }", "undeclared prefix 'foo:' at line 1, column 29"),
-            ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", "updates are not allowed here (INSERT)"),
-            ("PREFIX x: <urn:x#>\nDELETE WHERE { ?s ?p ?o }", "updates are not allowed here (DELETE)"),
-            ("SELEC ?x WHERE { }", "a query starts with SELECT, ASK, CONSTRUCT, DESCRIBE"),
-            ("", "the query is empty")):
+    # A query the engine cannot run is a failure (1); one refused before it reaches the engine is a
+    # bad value of the argument (2).
+    for query, says, code in (
+            ("SELECT ?x WHERE { ?x foo:bar ?y }", "undeclared prefix 'foo:' at line 1, column 29", 1),
+            ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", "updates are not allowed here (INSERT)", 2),
+            ("PREFIX x: <urn:x#>\nDELETE WHERE { ?s ?p ?o }", "updates are not allowed here (DELETE)", 2),
+            ("SELEC ?x WHERE { }", "a query starts with SELECT, ASK, CONSTRUCT, DESCRIBE", 2),
+            ("", "the query is empty", 2)):
         r = cli(capsysbinary, "query", query, "--store", store)
-        one_error_line(r, says)
+        one_error_line(r, says, code=code)
         assert "\\u{" not in r.err and "CONSTRUCT" not in r.err.replace("SELECT, ASK, CONSTRUCT", "")
     one_error_line(cli(capsysbinary, "query", "--file", str(tmp_path / "none.rq"), "--store", store),
                    f"cannot read {tmp_path / 'none.rq'}")
@@ -515,7 +517,7 @@ def test_query_errors(filled: Filled, capsysbinary: Any, tmp_path: Path) -> None
                        "--store", store, "--allow-service"), "the query failed")
     # Without --allow-service, SERVICE is refused before anything reaches the network.
     one_error_line(cli(capsysbinary, "query", "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
-                       "--store", store), "uses SERVICE", "--allow-service")
+                       "--store", store), "uses SERVICE", "--allow-service", code=2)
 
 
 def test_careless_values_are_one_line_naming_them(tmp_path: Path, capsysbinary: Any,
@@ -744,10 +746,22 @@ def test_export_format_follows_the_output_suffix(filled: Filled, tmp_path: Path,
             assert not any(isinstance(g, pyoxigraph.NamedNode) for g in graphs)
         else:
             assert pyoxigraph.NamedNode(GRAPH_RETRIEVAL) in graphs  # the named graph: not Turtle
-    # --format wins over the suffix; an unknown suffix is Turtle, the default
-    out = tmp_path / "out.nq"
-    assert cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "turtle").code == 0
-    assert out.read_text().startswith("@prefix")
+    # --format and a suffix that names another format: refused, nothing written; .json is JSON-LD;
+    # the usual aliases; an unknown suffix is Turtle, the default
+    out = tmp_path / "mismatch.nq"
+    one_error_line(cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "turtle"),
+                   "--format turtle does not match the output file", code=2)
+    assert not out.exists()
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "nq").code == 0
+    assert list(pyoxigraph.parse(out.read_bytes(), format=formats.N_QUADS))
+    out = tmp_path / "out.json"
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out)).code == 0
+    assert list(pyoxigraph.parse(out.read_bytes(), format=formats.JSON_LD))
+    out = tmp_path / "trace.svg"  # show too: from the suffix, and aliases
+    assert cli(capsysbinary, "show", filled.agent.explain_id, "--store", store, "-o", str(out)).code == 0
+    assert out.read_text().startswith("<svg") or "<svg" in out.read_text()[:200]
+    shown = cli(capsysbinary, "show", filled.agent.explain_id, "--store", store, "--format", "ttl")
+    assert shown.code == 0 and shown.out.startswith("@prefix")
     out = tmp_path / "out.rdf"
     assert cli(capsysbinary, "export", "--store", store, "-o", str(out)).code == 0
     assert out.read_text().startswith("@prefix")
@@ -907,7 +921,7 @@ def test_no_crash_and_no_traceback_on_deep_queries_huge_limits_or_a_full_device(
     store = str(filled.path)
     deep = "SELECT * WHERE { " + "{ " * 5000 + "?s ?p ?o" + " }" * 5000 + " }"
     for argv, code, says in (
-            (["query", deep, "--store", store], 1, "nests 5001 levels deep"),
+            (["query", deep, "--store", store], 2, "nests 5001 levels deep"),
             (["list", "--limit", "99999999999999999999999", "--store", store], 2, "must be at most 1000000"),
             (["list", "--limit", "1e400", "--store", store], 2, "not a number")):
         run = _process(*argv)
@@ -919,3 +933,14 @@ def test_no_crash_and_no_traceback_on_deep_queries_huge_limits_or_a_full_device(
                              stderr=subprocess.PIPE, text=True, env=env, timeout=120)
     assert run.returncode == 1
     assert run.stderr.splitlines() == ["otel-prov: error: No space left on device (the output)"]
+
+
+def test_usage_errors_print_the_subcommands_usage_and_one_error_line() -> None:
+    """An unknown argument printed the top-level usage; ``serve --log-level verbose`` a traceback."""
+    unknown = _process("list", "--bogus")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("usage: otel-prov list ")
+    assert unknown.stderr.splitlines()[-1] == "otel-prov list: error: unrecognized arguments: --bogus"
+    level = _process("serve", "--log-level", "verbose", "--store", "memory:")
+    assert level.returncode == 2 and "Traceback" not in level.stderr
+    assert "argument --log-level: invalid choice: 'VERBOSE'" in level.stderr.splitlines()[-1]

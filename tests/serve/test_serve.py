@@ -666,7 +666,7 @@ def test_serve_command_reports_a_bad_store_in_one_line(tmp_path: Path) -> None:
     result = subprocess.run([*serve_command(), "--store", f"oxigraph:{blocker / 'store'}", "--grpc-port", "0",
                              "--http-port", "0"], capture_output=True, text=True, timeout=60, env=clean_env())
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith("otel-prov serve: cannot create the store")
+    assert result.stderr.strip().splitlines()[-1].startswith("otel-prov: error: cannot create the store")
 
 
 def test_serve_in_memory_warns_at_start(tmp_path: Path) -> None:
@@ -717,3 +717,14 @@ def test_two_authorization_headers_are_never_decided_by_the_first(make_server: M
         connection.endheaders(body)
         assert connection.getresponse().status == 401
         connection.close()
+
+
+def test_serve_warns_of_more_workers_than_cpus(tmp_path: Path) -> None:
+    from tests.support.procs import start_serve
+
+    cpus = os.cpu_count() or 1
+    server = start_serve(tmp_path / "store", tmp_path / "serve.log", "--workers", str(cpus + 1))
+    assert server.terminate() == 0, server.tail()
+    lines = server.log.read_text().splitlines()
+    warned = [line for line in lines if "more mapping processes than CPUs" in line]
+    assert len(warned) == 1 and f"--workers {cpus + 1} on {cpus} CPU" in warned[0]
