@@ -752,3 +752,34 @@ def test_a_retrieval_then_a_model_call_in_no_convention_is_a_rag_session() -> No
     got = chains(root)
     assert [(c.type, c.question, c.answer, c.chunks) for c in got] == [
         ("DocRAG", "capital?", "Paris.", ("d1", "d2"))]
+
+
+def test_a_tracer_of_its_own_with_kinds_and_values_as_json_text() -> None:
+    """A framework's own tracer (MLflow's): the kind under ``x.spanType`` as JSON text (``'"TOOL"'``),
+    what each span took and gave under camel-case keys (``x.spanInputs`` / ``x.spanOutputs``), a model
+    call's output its client's whole response (a chat completion's ``choices``)."""
+    def span(name: str, kind: str, start: int, end: int, inputs: Any, outputs: Any,
+             children: list[S] | None = None) -> S:
+        return S(name, start, end, {"x.spanType": json.dumps(kind), "x.spanInputs": json.dumps(inputs),
+                                    "x.spanOutputs": json.dumps(outputs)}, children or [])
+
+    def completion(content: str, *calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = [{"id": i, "type": "function", "function": {
+                "name": n, "arguments": json.dumps(a)}} for i, n, a in calls]
+        return {"id": "c", "choices": [{"index": 0, "message": message,
+                                        "finish_reason": "tool_calls" if calls else "stop"}]}
+
+    asked = [{"role": "user", "content": Q}]
+    root = span("weather", "AGENT", 0, 100, {"question": Q}, "Paris 21.", [
+        span("Completions", "CHAT_MODEL", 10, 20, {"messages": asked},
+             completion("First Paris.", ("c1", "temp", {"city": "Paris"}))),
+        span("temp", "TOOL", 21, 25, {"city": "Paris"}, "21"),
+        span("Completions", "CHAT_MODEL", 30, 40, {"messages": asked}, completion("Paris 21.")),
+    ])
+    got = chains(root)
+    assert len(got) == 1
+    assert (got[0].question, got[0].agent, got[0].answer) == (Q, "weather", "Paris 21.")
+    assert [(s.thought, s.action, s.arguments, s.observation) for s in got[0].steps] == [
+        ("First Paris.", "temp", {"city": "Paris"}, "21")]

@@ -450,6 +450,10 @@ def messages_of(value: Any, tail: bool = False) -> list[Message] | None:
     ``{"messages": [...]}``), each in any format; None when the value holds no list of messages.
     ``tail``: only what an input's readers need (:func:`_wanted`), read from the end."""
     data = loads(value)
+    choices = data.get("choices") if isinstance(data, Mapping) and "messages" not in data else None
+    if isinstance(choices, (list, tuple)):  # a chat completion's response (OpenAI's): its choices' messages
+        data = [c["message"] for c in choices
+                if isinstance(c, Mapping) and isinstance(c.get("message"), Mapping)]
     if isinstance(data, Mapping) and "messages" not in data:
         for key in ("replies", "contents"):  # a generator's output (Haystack's); a Gemini request
             if isinstance(data.get(key), (list, tuple)):

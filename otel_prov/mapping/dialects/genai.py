@@ -675,11 +675,13 @@ class GenAIDialect:
         question = first_plain(V.QUERY, (C.last_text(inputs, C.USER) if inputs else None,
                                          attrs.get(INPUT_VALUE), attrs.get(TL_ENTITY_INPUT),
                                          suffix_attr(span, INPUT_SUFFIXES),
-                                         suffix_attr(span, TASK_SUFFIXES, True)))
+                                         suffix_attr(span, TASK_SUFFIXES, True),
+                                         *(worded_attrs(span, INPUT_WORDS) if unmarked(span) else ())))
         answer_texts = C.final_texts(outputs) if outputs else []
         answer = first_plain(V.ANSWER, ("\n".join(answer_texts) if answer_texts else None,
                                         attrs.get(OUTPUT_VALUE), attrs.get(TL_ENTITY_OUTPUT),
-                                        suffix_attr(span, OUTPUT_SUFFIXES)))
+                                        suffix_attr(span, OUTPUT_SUFFIXES),
+                                        *(worded_attrs(span, OUTPUT_WORDS) if unmarked(span) else ())))
         captured = C.recorded(inputs) or C.recorded(outputs) or any(
             k in attrs for k in (INPUT_VALUE, OUTPUT_VALUE, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT))
         return Agent(self.agent_name(span), question, answer, self.named(span), captured,
