@@ -45,13 +45,28 @@ def _renamed(value: Any, copy: int) -> Any:
     return value.replace("call_", f"c{copy}_call_") if isinstance(value, str) else value
 
 
-def workload(scenarios: list[str], copies: int) -> list[Any]:
+def capture(scenarios: list[str], directory: Path) -> None:
+    """Runs the scenarios once, their spans written as OTLP to ``directory/NAME.otlp``."""
     from tests.interop.runner import SCENARIOS, run
+
+    for name in scenarios:
+        run(SCENARIOS[name], directory)
+
+
+def workload(scenarios: list[str], copies: int, captures: Path | None = None) -> list[Any]:
+    """The scenarios' spans (read from ``captures`` by the package measured, else run now), copied."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from otel_prov.mapping.spans import records_from_otlp
 
     rng = random.Random(7)
     out: list[Any] = []
     with tempfile.TemporaryDirectory() as tmp:
-        captured = [run(SCENARIOS[name], Path(tmp))[0] for name in scenarios]
+        directory = captures or Path(tmp)
+        if captures is None:
+            capture(scenarios, directory)
+        captured = [records_from_otlp(ExportTraceServiceRequest.FromString(
+            (directory / f"{name}.otlp").read_bytes()).resource_spans)[0] for name in scenarios]
     for copy in range(copies):
         for spans in captured:
             ids = {t: rng.getrandbits(128) for t in {s.trace_id for s in spans}}
@@ -99,7 +114,7 @@ def report(label: str, records: list[Any], batch: int, repeats: int) -> None:
 
 def worker(args: argparse.Namespace) -> int:
     """One side of ``--against``: maps the framework spans once per line read, printing the time."""
-    records = workload(args.scenarios, args.copies)
+    records = workload(args.scenarios, args.copies, args.captures)
     measure(records, args.batch_size)  # warm
     for _ in sys.stdin:
         print(measure(records, args.batch_size)[0] * 1e6 / len(records), flush=True)
@@ -108,8 +123,10 @@ def worker(args: argparse.Namespace) -> int:
 
 def against(args: argparse.Namespace) -> int:
     sides = {"this": REPO, "against": args.against.resolve()}
+    captures = Path(tempfile.mkdtemp(prefix="bench-genai-"))
+    capture(args.scenarios, captures)  # once, here: each side reads them with its own package
     command = [sys.executable, __file__, "--copies", str(args.copies), "--batch-size", str(args.batch_size),
-               "--scenarios", *args.scenarios, "--worker"]
+               "--scenarios", *args.scenarios, "--captures", str(captures), "--worker"]
     workers = {name: subprocess.Popen([*command, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       text=True) for name, root in sides.items()}
     times: dict[str, list[float]] = {name: [] for name in sides}
@@ -145,6 +162,7 @@ def main() -> int:
     parser.add_argument("--otel-prov", type=Path, help="the checkout whose otel_prov package to measure")
     parser.add_argument("--against", type=Path, help="compare with this checkout's package, in turn")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--captures", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     if args.against:
