@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from ..model.vocab import RAW_TERMS
@@ -59,9 +60,24 @@ def shown_time(value: str | None) -> str:
     return f"{head}.{frac.ljust(9, '0')}Z"
 
 
+def display_width(text: str) -> int:
+    """The columns ``text`` takes on a terminal: wide (CJK) characters two, combining marks none."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
 def _cut(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` columns (with ``...``)."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        used += display_width(char)
+        if used > width - 3:
+            break
+        kept.append(char)
+    return "".join(kept) + "..."
 
 
 def session_table(rows: Sequence[SessionRow]) -> str:
@@ -69,17 +85,18 @@ def session_table(rows: Sequence[SessionRow]) -> str:
     if not rows:
         return EMPTY + "\n"
     header = ("Session ID", "Type", "Question", "Time", "Steps", "Duration", "Status")
-    body = [(r.id, r.type, _cut(r.question, QUESTION_WIDTH), shown_time(r.time),
+    body = [(r.id, r.type, _cut(visible(r.question), QUESTION_WIDTH), shown_time(r.time),
              "" if r.steps is None else str(r.steps),
              "" if r.duration_ms is None else format_ms(r.duration_ms), r.status) for r in rows]
     return visible("\n".join(table_lines(header, body)) + "\n")
 
 
 def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Columns separated by `` | ``, padded to their widest cell, a rule under the header."""
-    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
-    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in [list(header), *rows]]
+    """Columns separated by `` | ``, padded to their widest cell (in terminal columns: a CJK character
+    takes two), a rule under the header."""
+    widths = [max([display_width(h), *(display_width(row[i]) for row in rows)]) for i, h in enumerate(header)]
+    lines = [" | ".join(cell + " " * (w - display_width(cell)) for cell, w in zip(row, widths, strict=True))
+             .rstrip() for row in [list(header), *rows]]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return lines
 

@@ -944,3 +944,20 @@ def test_usage_errors_print_the_subcommands_usage_and_one_error_line() -> None:
     level = _process("serve", "--log-level", "verbose", "--store", "memory:")
     assert level.returncode == 2 and "Traceback" not in level.stderr
     assert "argument --log-level: invalid choice: 'VERBOSE'" in level.stderr.splitlines()[-1]
+
+
+def test_the_list_table_lines_up_wide_characters() -> None:
+    """A CJK question takes two columns a character on a terminal: the table pads by columns, not by
+    characters (the columns after a CJK question were misaligned), and cuts by columns too."""
+    from otel_prov.read.model import SessionRow
+    from otel_prov.render.text import display_width, session_table
+
+    rows = [SessionRow(id=f"urn:trustgraph:agent:{n}", type="Agent", question=q, time=None)
+            for n, q in enumerate(("东京的人口是多少？", "How many people live in Tokyo?", "東京" * 40))]
+    lines = session_table(rows).splitlines()
+
+    def separators(line: str) -> tuple[int, ...]:  # the terminal columns of each " | "
+        return tuple(display_width(line[:i]) for i in range(len(line)) if line.startswith(" | ", i))
+
+    assert len({separators(line) for line in lines[2:]}) == 1 and separators(lines[2])
+    assert all(display_width(cell.strip()) <= 45 for line in lines[2:] for cell in line.split(" | ")[2:3])

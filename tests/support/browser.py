@@ -63,9 +63,10 @@ def sync_playwright() -> Any:
 
 
 def jaeger_ui_tgz() -> Path:
-    """The vendored Jaeger UI build: ``OTEL_PROV_JAEGER_UI_TGZ``, else ``../shared/vendor`` beside
-    the repository (or beside the main checkout, from a git worktree)."""
-    given = os.environ.get("OTEL_PROV_JAEGER_UI_TGZ")
+    """The vendored Jaeger UI build: ``JAEGER_UI_TGZ`` (the variable collector-config/jaeger-ui.sh
+    reads), else ``../shared/vendor`` beside the repository (or beside the main checkout, from a git
+    worktree)."""
+    given = os.environ.get("JAEGER_UI_TGZ") or os.environ.get("OTEL_PROV_JAEGER_UI_TGZ")
     candidates = [Path(given)] if given else [REPO.parent / VENDORED_UI]
     if not given:
         try:
@@ -79,7 +80,7 @@ def jaeger_ui_tgz() -> Path:
     for path in candidates:
         if path.is_file():
             return path
-    _missing(f"no Jaeger UI build at {candidates[0]}: set OTEL_PROV_JAEGER_UI_TGZ to a jaeger-ui build "
+    _missing(f"no Jaeger UI build at {candidates[0]}: set JAEGER_UI_TGZ to a jaeger-ui build "
              "archive (shared/vendor/jaeger-ui-1.76.0/jaeger-ui-build.tgz)")
     raise AssertionError("unreachable")
 
