@@ -277,6 +277,26 @@ class DocRagSession(_Session):
 
 S = TypeVar("S", bound=_Session)
 
+_warned_not_recorded = False
+
+
+def _not_recorded(given: TracerProvider | None) -> None:
+    """Say once per process that sessions are not recorded: their spans do not record (no SDK tracer
+    provider is set, or the sampler dropped them), so the explain ids handed back name nothing."""
+    global _warned_not_recorded
+    if _warned_not_recorded:
+        return
+    _warned_not_recorded = True
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+
+    provider = given if given is not None else trace.get_tracer_provider()
+    why = ("its sampler did not sample it" if isinstance(provider, SdkTracerProvider) else
+           "no OpenTelemetry SDK tracer provider is set (trace.set_tracer_provider(TracerProvider()) with a "
+           "ProvSpanExporter on it, or run under opentelemetry-instrument with OTEL_TRACES_EXPORTER=prov), "
+           "or pass tracer_provider=")
+    logger.warning("otel-prov: this session is not recorded, nor any other of this process like it: %s; "
+                   "its explain_id names nothing in the store", why)
+
 
 @contextmanager
 def _session(cls: type[S], question: str, session_id: str | None, collection: str,
@@ -310,6 +330,8 @@ def _session(cls: type[S], question: str, session_id: str | None, collection: st
             A.GEN_AI_CONVERSATION_ID: session.session_id,
         })
         start = getattr(root, "start_time", None)
+        if not root.is_recording():
+            _not_recorded(tracer_provider)
         if root.is_recording() and start:
             # An instant span with the root's start time: the Question is stored now, not when
             # the session ends.

@@ -45,3 +45,31 @@ def test_a_session_counts_what_it_could_not_record(captured: tuple[TracerProvide
         for kind in (instrument.NOT_AN_EDGE, instrument.NOT_A_FOCUS_ITEM, instrument.NOT_JSON))
     # what was given well is recorded
     assert spans_to_dataset(memory.get_finished_spans())
+
+
+def test_sessions_no_tracer_provider_records_are_said_once(caplog: pytest.LogCaptureFixture,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an SDK tracer provider the helper API records nothing, yet hands back an explain_id
+    that ``show`` cannot find: said once per process, with how to set one; a recording provider says
+    nothing."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    monkeypatch.setattr(instrument, "_warned_not_recorded", False)
+    caplog.set_level(logging.WARNING, logger="otel_prov.instrument")
+    with agent_session("q", tracer_provider=trace.NoOpTracerProvider()) as session:
+        session.conclude("a")
+    with agent_session("q again", tracer_provider=trace.NoOpTracerProvider()) as again:
+        again.conclude("a")
+    said = [r.getMessage() for r in caplog.records if "not recorded" in r.getMessage()]
+    assert len(said) == 1 and "no OpenTelemetry SDK tracer provider is set" in said[0]
+    monkeypatch.setattr(instrument, "_warned_not_recorded", False)
+    caplog.clear()
+    with agent_session("q", tracer_provider=TracerProvider(sampler=ALWAYS_OFF)):
+        pass
+    assert [r.getMessage() for r in caplog.records if "its sampler did not sample it" in r.getMessage()]
+    monkeypatch.setattr(instrument, "_warned_not_recorded", False)
+    caplog.clear()
+    with agent_session("q", tracer_provider=TracerProvider()):
+        pass
+    assert not [r for r in caplog.records if "not recorded" in r.getMessage()]
