@@ -174,13 +174,17 @@ def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: C
         earlier = [llm for llm in llms if _key(llm) <= _key(tool)]
         match: tuple[SpanView, Request | None] | None = None
         for llm in reversed(earlier):
-            for index, request in enumerate(calls[llm.span_id].requests):
-                if (llm.span_id, index) in claimed or not _same_call(call, request):
-                    continue
+            open_ = [(index, request) for index, request in enumerate(calls[llm.span_id].requests)
+                     if (llm.span_id, index) not in claimed and _same_call(call, request)]
+            # Parallel calls of one tool: the request whose arguments are the span's own, never
+            # another's (which would pair one call's arguments with another's result).
+            agreeing = [(i, r) for i, r in open_ if _agrees(call, r) is True]
+            unknown = [(i, r) for i, r in open_ if _agrees(call, r) is None]
+            chosen = (agreeing or unknown)[:1]
+            if chosen:
+                index, request = chosen[0]
                 claimed.add((llm.span_id, index))
                 match = (llm, request)
-                break
-            if match:
                 break
         ended = [llm for llm in earlier if _before(llm, tool)]
         if match is None and ended:
@@ -193,6 +197,20 @@ def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: C
 def _before(llm: SpanLike, tool: SpanLike) -> bool:
     """Whether the model call ``llm`` ended by the time ``tool`` did (could have requested it)."""
     return not (llm.end_ns and tool.end_ns) or llm.end_ns <= tool.end_ns
+
+
+def _agrees(call: ToolCall, request: Request) -> bool | None:
+    """Whether a tool span's own arguments are the request's: True, False, or None when either side
+    does not say (no arguments recorded)."""
+    asked = loads(request.arguments) if request.arguments else None
+    if asked is None:
+        return None
+    if call.arguments is not None:
+        own = loads(call.arguments)
+        return None if own is None else own == asked
+    if call.bare_argument is not None and isinstance(asked, dict) and len(asked) == 1:
+        return str(next(iter(asked.values()))) == call.bare_argument
+    return None
 
 
 def _same_call(call: ToolCall, request: Request) -> bool:
@@ -544,7 +562,7 @@ class _TraceRuns:
             requested = ([] if run.rag or not by_id
                          else self._requested(run, claimed, executed, executed_names, idle))
             steps: list[tuple[tuple[int, int, int], SpanView | Requested]] = [
-                ((t.start_ns, t.span_id, -1), t) for t in run.tools]
+                (key, t) for key, t in self._tool_keys(run)]
             steps += [(r.key, r) for r in requested]
             steps.sort(key=lambda pair: pair[0])
             for n, (_, step) in enumerate(steps, 1):
@@ -554,6 +572,20 @@ class _TraceRuns:
                     run.number[step.span_id] = n
             if not steps and not run.rag:
                 run.transcript = next((r.transcript for r in run.reads if r.transcript), ())
+
+    def _tool_keys(self, run: Run) -> list[tuple[tuple[int, int, int], SpanView]]:
+        """Each tool span's place among the run's steps: by start time; tools started at the same
+        time (parallel calls, a clock of milliseconds) in the order the model requested them, then by
+        span id."""
+        def position(tool: SpanView) -> int:
+            llm, request = self.matched[run].get(tool.span_id, (None, None))
+            if llm is None or request is None:
+                return 1 << 30
+            requests = self.calls[llm.span_id].requests
+            return next((i for i, r in enumerate(requests) if r is request), 1 << 30)
+
+        ordered = sorted(run.tools, key=lambda t: (t.start_ns, position(t), t.span_id))
+        return [((t.start_ns, rank, -1), t) for rank, t in enumerate(ordered)]
 
     def _requested(self, run: Run, claimed: Claimed, executed: set[str], executed_names: set[str],
                    idle: list[ToolCall]) -> list[Requested]:

@@ -27,6 +27,7 @@ from .dialects import (
     dialect_of,
     evaluations_of,
 )
+from .dialects.genai import unmarked
 from .flows import is_ours, step_iri
 from .spans import Event, SpanLike, SpanRecord, SpanView
 
@@ -284,6 +285,9 @@ class SpanTree:
         self.inner_llms: dict[int, list[int]] = {}
         """Model-call spans inside a model-call span (by the outer's span id): one call, several spans
         (a framework's wrapper around the client's own span)."""
+        self._model_parents = {v.parent_id for v in self.nodes.values()
+                               if isinstance(v.info, Read) and v.info.role is Role.LLM}
+        """Spans with a model call among their children (see :meth:`_classify`)."""
         for span_id in self.nodes:
             self._resolve(span_id)
 
@@ -332,6 +336,11 @@ class SpanTree:
                         return None
                     link = up.link if up.under_prov else None
                 return Up(under_prov=True, link=link)
+            if up is _ROOT and span_id in self._model_parents and unmarked(span):
+                # A trace's root in no convention whose children call a model (the AI SDK's
+                # ``ai.generateText``): the run of an agent that names itself nowhere.
+                self._set(span, Place.AGENT, up)
+                return Up(agent=span_id)
             self.place[span_id] = Place.OTHER
             return up
         if up is None:

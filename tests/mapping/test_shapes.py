@@ -783,3 +783,56 @@ def test_a_tracer_of_its_own_with_kinds_and_values_as_json_text() -> None:
     assert (got[0].question, got[0].agent, got[0].answer) == (Q, "weather", "Paris 21.")
     assert [(s.thought, s.action, s.arguments, s.observation) for s in got[0].steps] == [
         ("First Paris.", "temp", {"city": "Paris"}, "21")]
+
+
+def test_parallel_calls_of_one_tool_at_one_instant_keep_their_own_arguments_and_results() -> None:
+    """Two calls of one tool that the model requested together, their spans started at the same
+    millisecond, with no call id (OpenInference JS): each step pairs its span's own argument with its
+    own result, in the order the model asked -- never one call's arguments with the other's result."""
+    def oi_tool(start: int, argument: str, result: str) -> S:
+        return S("temp", start, start + 3, {"openinference.span.kind": "TOOL", "tool.name": "temp",
+                                            "input.value": argument, "output.value": result})
+
+    ask = said("Both cities.", ("c1", "temp", {"city": "Paris"}), ("c2", "temp", {"city": "Oslo"}))
+    root = agent([
+        chat(10, [user(Q)], ask),
+        oi_tool(20, "Oslo", "4"),  # the second request's span first: same start, lower span id
+        oi_tool(20, "Paris", "21"),
+        chat(30, [user(Q), ask, results(("c1", "21"), ("c2", "4"))], said("Paris 21, Oslo 4.")),
+    ])
+    got = chains(root)[0]
+    assert [(s.arguments, s.observation) for s in got.steps] == [({"city": "Paris"}, "21"),
+                                                                ({"city": "Oslo"}, "4")]
+
+
+def test_a_root_of_no_convention_over_model_calls_is_a_run() -> None:
+    """The AI SDK's own spans (``ai.generateText`` > ``ai.generateText.doGenerate`` > ``ai.toolCall``):
+    the root, in no convention, calls a model: it is the run of an agent that names itself nowhere; a
+    model call's output is spread over its response namespace (``ai.response.text``,
+    ``ai.response.toolCalls``) and its input is ``ai.prompt.messages``; a tool is named by
+    ``ai.toolCall.name`` (never by its span's name)."""
+    def generate(start: int, prompt: list[dict[str, Any]], text: str, *calls: tuple[str, str, dict[str, Any]],
+                 children: list[S] | None = None) -> S:
+        attrs: dict[str, Any] = {
+            "ai.operationId": "ai.generateText.doGenerate", "gen_ai.system": "p",
+            "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 3,
+            "ai.prompt.messages": json.dumps(prompt), "ai.response.text": text}
+        if calls:
+            attrs["ai.response.toolCalls"] = json.dumps(
+                [{"toolCallId": i, "toolName": n, "input": a} for i, n, a in calls])
+        return S("ai.generateText.doGenerate", start, start + 10, attrs, children or [])
+
+    tool = S("ai.toolCall", 12, 14, {
+        "ai.operationId": "ai.toolCall", "ai.toolCall.name": "temp", "ai.toolCall.id": "c1",
+        "ai.toolCall.args": json.dumps({"city": "Paris"}), "ai.toolCall.result": json.dumps("21")})
+    asked = [{"role": "user", "content": [{"type": "text", "text": Q}]}]
+    top = {"ai.operationId": "ai.generateText", "ai.response.text": "Paris 21."}
+    root = S("ai.generateText", 0, 100, top, [
+        generate(5, asked, "First Paris.", ("c1", "temp", {"city": "Paris"}), children=[tool]),
+        generate(30, asked, "Paris 21."),
+    ])
+    got = chains(root)
+    assert len(got) == 1
+    assert (got[0].question, got[0].answer) == (Q, "Paris 21.")
+    assert [(s.thought, s.action, s.arguments, s.observation) for s in got[0].steps] == [
+        ("First Paris.", "temp", {"city": "Paris"}, "21")]

@@ -30,6 +30,7 @@ families do beyond the conventions.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -363,7 +364,10 @@ def kind_name(span: SpanLike) -> str | None:
     if found is None:
         return None
     value = span.attributes.get(found[0].rsplit(".", 1)[0] + ".name") if "." in found[0] else None
-    return value if isinstance(value, str) and value and not code_path(value) else None
+    if not isinstance(value, str) or not value:
+        return None
+    value = json_text(value)
+    return value if not code_path(value) else None
 
 
 def unmarked_role(span: SpanLike) -> Role:
@@ -457,8 +461,10 @@ def suffix_attr(span: SpanLike, suffixes: tuple[str, ...], any_span: bool = Fals
     return None
 
 
-INPUT_WORDS = frozenset({"input", "inputs", "args", "arguments", "params", "parameters"})
+INPUT_WORDS = frozenset({"input", "inputs", "args", "arguments", "params", "parameters", "prompt"})
 OUTPUT_WORDS = frozenset({"output", "outputs", "result", "results", "response", "return", "returns"})
+_SAID_WORDS = frozenset({"text", "content", "toolcalls", "calls", "messages", "message"})
+"""What a model's output is made of, under its namespace (``ai.response.text``, ``ai.response.toolCalls``)."""
 _KEY_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[0-9]+")
 
 
@@ -485,6 +491,54 @@ def worded_attrs(span: SpanLike, words: frozenset[str]) -> list[Any]:
             continue  # a placeholder, not a value
         found.append(value)
     return found
+
+
+def said_attrs(span: SpanLike) -> list[C.Message] | None:
+    """A model call's output spread over keys of a response namespace of a framework's own: its text
+    (``ai.response.text``) and its tool calls (``ai.response.toolCalls``, objects of their own), as one
+    assistant message; None if there is none."""
+    message = C.Message(C.ASSISTANT)
+    for key, value in span.attributes.items():
+        if key.startswith("gen_ai.") or not isinstance(value, str) or not value.strip():
+            continue
+        words = [w.lower() for w in _KEY_WORDS.findall(key)]
+        if len(words) < 2 or not set(words[:-1]) & {"response", "output", "completion"}:
+            continue
+        last = "".join(words[-2:]) if words[-2:] == ["tool", "calls"] else words[-1]
+        if last not in _SAID_WORDS and last != "toolcalls":
+            continue
+        found = C.messages_of(value)
+        if found:
+            for m in found:
+                message.texts += m.texts
+                message.calls += m.calls
+        elif last in ("text", "content") and not V.looks_structured(value):
+            message.texts.append(value)
+    return [message] if message.texts or message.calls else None
+
+
+def tool_name_attr(span: SpanLike) -> str | None:
+    """A tool's name under a key of a framework's own that says so by its words (``ai.toolCall.name``,
+    ``x.tool_name``, ``x.toolName``): its last word is ``name`` and a word before it is the tool's."""
+    for key, value in span.attributes.items():
+        if not isinstance(value, str) or not value or key.startswith("gen_ai.") or len(value) > 200:
+            continue
+        words = [w.lower() for w in _KEY_WORDS.findall(key)]
+        if len(words) >= 2 and words[-1] == "name" and set(words[:-1]) & _TOOL_WORDS:
+            return json_text(value)
+    return None
+
+
+def json_text(value: str) -> str:
+    """A name written as JSON text (``'"knowledge_query"'``: MLflow writes every value so) as itself."""
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(decoded, str):
+            return decoded
+    return value
 
 
 def marker_message(value: Any, role: str) -> list[C.Message] | None:
@@ -643,6 +697,18 @@ class GenAIDialect:
                 return self.clean(found)
             if model and output and isinstance(own, str) and own.strip() and not V.looks_structured(own):
                 return [C.Message(C.ASSISTANT, texts=[own])]  # a model call's text, as plain text
+        if model and output:
+            said = said_attrs(span)
+            if said is not None:
+                return said
+        if model and not output:
+            for key, value in span.attributes.items():  # ``ai.prompt.messages``: a request's messages
+                words = [w.lower() for w in _KEY_WORDS.findall(key)]
+                if not key.startswith("gen_ai.") and words[-1:] == ["messages"] and \
+                        set(words[:-1]) & {"prompt", "input", "request"}:
+                    found = C.messages_of(value, tail=True)
+                    if found:
+                        return self.clean(found)
         return None
 
     def _details(self, span: SpanLike, key: str) -> Any:
@@ -706,6 +772,9 @@ class GenAIDialect:
         own = suffix_attr(span, TOOL_NAME_SUFFIXES)
         if isinstance(own, str) and own:
             return own
+        named = tool_name_attr(span)
+        if named:
+            return named
         if span.name.startswith(OP_EXECUTE_TOOL):
             return span.name[len(OP_EXECUTE_TOOL):].strip() or span.name
         if _PLACEHOLDER.search(span.name):
@@ -766,7 +835,8 @@ class GenAIDialect:
                         bool(content or results))
 
     def llm_call(self, span: SpanLike, problems: list[str]) -> LLMCall:
-        inputs = with_results(self.messages(span, False, problems), span.attributes.get(INPUT_VALUE))
+        inputs = with_results(self.messages(span, False, problems, model=True),
+                              span.attributes.get(INPUT_VALUE))
         outputs = self.messages(span, True, problems, model=True)
         offered = TOOL_DEFINITIONS in span.attributes or any(
             k.startswith(OI_TOOLS_PREFIX) for k in span.attributes)
