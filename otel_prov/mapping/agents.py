@@ -178,8 +178,9 @@ def match_requests(llms: Sequence[SpanView], tools: Sequence[SpanView], calls: C
                      if (llm.span_id, index) not in claimed and _same_call(call, request)]
             # Parallel calls of one tool: the request whose arguments are the span's own, never
             # another's (which would pair one call's arguments with another's result).
-            agreeing = [(i, r) for i, r in open_ if _agrees(call, r) is True]
-            unknown = [(i, r) for i, r in open_ if _agrees(call, r) is None]
+            verdicts = [(_agrees(call, r) if len(open_) > 1 else None, i, r) for i, r in open_]
+            agreeing = [(i, r) for agrees, i, r in verdicts if agrees is True]
+            unknown = [(i, r) for agrees, i, r in verdicts if agrees is None]
             chosen = (agreeing or unknown)[:1]
             if chosen:
                 index, request = chosen[0]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from .. import values as V
@@ -468,6 +469,7 @@ _SAID_WORDS = frozenset({"text", "content", "toolcalls", "calls", "messages", "m
 _KEY_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[0-9]+")
 
 
+@lru_cache(maxsize=4096)
 def last_word(key: str) -> str:
     """The last word of an attribute's key (``gen_ai.tool.args``: args; ``mlflow.spanInputs``:
     inputs)."""
