@@ -19,22 +19,8 @@ from ..mapping import mapper as M
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.spans import SpanView, otlp_logs, otlp_slices
 from ..stores import open_for_writing, parse_store
+from . import messages as msg
 from .decode import decode_logs, decode_protobuf, log_problems
-from .messages import (
-    CLOSE_GRACE,
-    Close,
-    Closed,
-    Done,
-    MapConversations,
-    MapLogs,
-    MapSpans,
-    PartResult,
-    Ready,
-    StartFailed,
-    Status,
-    ToFront,
-    ToWorker,
-)
 from .slices import SLICE_SPANS, Failure
 
 logger = logging.getLogger(__name__)
@@ -64,15 +50,15 @@ class Worker:
         self.count = count
         self.pipeline = pipeline
         self._send = threading.Lock()
-        self._acks: list[tuple[int, int, float, list[Update], PartResult]] = []
+        self._acks: list[tuple[int, int, float, list[Update], msg.PartResult]] = []
         self._acks_cv = threading.Condition()
         self._stop = False
         self._retry_ops: list[ConversationOp] = []
         """Conversation changes whose update could not be stored: applied again with the next."""
-        self._status: Status | None = None
+        self._status: msg.Status | None = None
         self._acker = threading.Thread(target=self._ack, name="otel-prov-worker-acks", daemon=True)
 
-    def send(self, message: ToFront) -> None:
+    def send(self, message: msg.ToFront) -> None:
         with self._send:
             self.conn.send(message)
 
@@ -81,17 +67,17 @@ class Worker:
         try:
             while True:
                 try:
-                    message: ToWorker = self.conn.recv()
+                    message: msg.ToWorker = self.conn.recv()
                 except (EOFError, OSError):  # the front is gone
-                    self.close(CLOSE_GRACE, answer=False)
+                    self.close(msg.CLOSE_GRACE, answer=False)
                     return
-                if isinstance(message, MapSpans):
+                if isinstance(message, msg.MapSpans):
                     self._request(message.rid, message.deadline, self.conn.recv_bytes())
-                elif isinstance(message, MapLogs):
+                elif isinstance(message, msg.MapLogs):
                     self._logs(message.rid, message.deadline, self.conn.recv_bytes())
-                elif isinstance(message, MapConversations):
+                elif isinstance(message, msg.MapConversations):
                     self._conversations(message.rid, message.deadline, message.ops)
-                elif isinstance(message, Close):
+                elif isinstance(message, msg.Close):
                     self.close(message.timeout, answer=True)
                     return
         finally:
@@ -100,7 +86,7 @@ class Worker:
                 self._acks_cv.notify_all()
 
     def _request(self, rid: int, deadline: float, body: bytes) -> None:
-        result = PartResult()
+        result = msg.PartResult()
         updates: list[Update] = []
         seq = self.pipeline.writer.submitted
         try:
@@ -118,7 +104,7 @@ class Worker:
 
     def _logs(self, rid: int, deadline: float, body: bytes) -> None:
         """This worker's share of a logs request: the GenAI events of its traces."""
-        result = PartResult()
+        result = msg.PartResult()
         updates: list[Update] = []
         seq = self.pipeline.writer.submitted
         try:
@@ -141,7 +127,7 @@ class Worker:
         """Worker 0: other workers' conversation changes, applied, stored and answered (at once:
         they are rare, only chat conversations make them)."""
         ops = self._retry_ops + ops
-        result = PartResult()
+        result = msg.PartResult()
         try:
             submitted = self.pipeline.apply_conversations(ops)
             result.problems.update(submitted.update.problems)
@@ -163,26 +149,26 @@ class Worker:
         logger.error("otel-prov serve worker %d: unexpected error %s", self.index, doing, exc_info=exc)
         return (Failure.INTERNAL, "internal error in the receiver; retry")
 
-    def _answer(self, rid: int, result: PartResult) -> bool:
+    def _answer(self, rid: int, result: msg.PartResult) -> bool:
         """Send a result; False if the front is gone.  A result that cannot be sent (a bug) is
         answered as an internal error, so the request never waits for nothing."""
         result.ops = [(trace_id, None if calls is None else tuple(_portable(c) for c in calls))
                       for trace_id, calls in result.ops]
         try:
-            self.send(Done(rid, result))
+            self.send(msg.Done(rid, result))
         except (OSError, ValueError, EOFError):
             return False
         except Exception:
             logger.exception("otel-prov serve worker %d: cannot send a result", self.index)
             try:
-                internal = PartResult(failure=(Failure.INTERNAL, "internal error in the receiver"))
-                self.send(Done(rid, internal))
+                internal = msg.PartResult(failure=(Failure.INTERNAL, "internal error in the receiver"))
+                self.send(msg.Done(rid, internal))
             except Exception:
                 return False
         return True
 
     def _queue_ack(self, rid: int, seq: int, deadline: float, updates: list[Update],
-                   result: PartResult) -> None:
+                   result: msg.PartResult) -> None:
         with self._acks_cv:
             self._acks.append((rid, seq, deadline, updates, result))
             self._acks_cv.notify_all()
@@ -217,7 +203,7 @@ class Worker:
 
     def _report(self) -> None:
         writer = self.pipeline.writer
-        status = Status(writer.failing, writer.failures, writer.written_quads)
+        status = msg.Status(writer.failing, writer.failures, writer.written_quads)
         if status != self._status:
             self._status = status
             try:
@@ -234,7 +220,7 @@ class Worker:
         stored = self.pipeline.close(max(0.0, deadline - time.monotonic()))
         if answer:
             try:
-                self.send(Closed(stored))
+                self.send(msg.Closed(stored))
             except (OSError, ValueError):
                 pass
 
@@ -262,10 +248,10 @@ def main(argv: list[str]) -> int:
         pipeline = IngestPipeline(open_for_writing(spec), profile, name=f"otel-prov serve (worker {index})",
                                   rescue_dir=spec.rescue_dir, mapper=mapper)
     except Exception as exc:
-        conn.send(StartFailed(str(exc)))
+        conn.send(msg.StartFailed(str(exc)))
         return 1
     tune_gc()
-    conn.send(Ready())
+    conn.send(msg.Ready())
     Worker(conn, index, count, pipeline).run()
     return 0
 

@@ -46,23 +46,8 @@ from ..mapping.mapper import ConversationOp
 from ..mapping.spans import otlp_logs
 from ..processes import interpreter
 from ..stores import StoreSpec
+from . import messages as msg
 from .decode import log_problems
-from .messages import (
-    CLOSE_GRACE,
-    Close,
-    Closed,
-    Done,
-    MapConversations,
-    MapLogs,
-    MapSpans,
-    PartResult,
-    PoolResult,
-    Ready,
-    StartFailed,
-    Status,
-    ToFront,
-    ToWorker,
-)
 from .slices import Failure
 
 logger = logging.getLogger(__name__)
@@ -83,10 +68,10 @@ class _Call:
 
     def __init__(self, expected: int) -> None:
         self.expected = expected
-        self.results: dict[int, PartResult] = {}
+        self.results: dict[int, msg.PartResult] = {}
         self.cv = threading.Condition()
 
-    def answer(self, worker: int, result: PartResult) -> None:
+    def answer(self, worker: int, result: msg.PartResult) -> None:
         with self.cv:
             self.results[worker] = result
             self.cv.notify_all()
@@ -140,7 +125,7 @@ class _Worker:
             theirs.close()
         return proc, Connection(ours.detach())
 
-    def send(self, message: ToWorker, body: bytes | None = None) -> bool:
+    def send(self, message: msg.ToWorker, body: bytes | None = None) -> bool:
         """Send a message (and a body); False if the worker is gone."""
         try:
             with self.lock:
@@ -151,7 +136,7 @@ class _Worker:
         except (OSError, ValueError):
             return False
 
-    def call(self, rid: int, call: _Call, message: ToWorker, body: bytes | None = None) -> None:
+    def call(self, rid: int, call: _Call, message: msg.ToWorker, body: bytes | None = None) -> None:
         with self.lock:
             self.calls[rid] = call
         if not self.send(message, body):
@@ -161,13 +146,13 @@ class _Worker:
         with self.lock:
             call = self.calls.pop(rid, None)
         if call is not None:
-            call.answer(self.index, PartResult(failure=(Failure.WORKER_STOPPED, message)))
+            call.answer(self.index, msg.PartResult(failure=(Failure.WORKER_STOPPED, message)))
 
     def _read(self) -> None:
         try:
             while True:
-                message: ToFront = self.conn.recv()
-                if isinstance(message, Done):
+                message: msg.ToFront = self.conn.recv()
+                if isinstance(message, msg.Done):
                     result = message.result
                     if result.ops:
                         result.ops_end = self.pool.queue_ops(self.index, result.ops)
@@ -175,15 +160,15 @@ class _Worker:
                         call = self.calls.pop(message.rid, None)
                     if call is not None:
                         call.answer(self.index, result)
-                elif isinstance(message, Status):
+                elif isinstance(message, msg.Status):
                     self.failing, self.failures, self.written_quads = message
-                elif isinstance(message, Ready):
+                elif isinstance(message, msg.Ready):
                     self.failing = None
                     self.ready.set()
-                elif isinstance(message, StartFailed):
+                elif isinstance(message, msg.StartFailed):
                     self.error = message.error
                     self.ready.set()
-                elif isinstance(message, Closed):
+                elif isinstance(message, msg.Closed):
                     self.closed = message.stored
         except (EOFError, OSError):
             pass
@@ -194,12 +179,12 @@ class _Worker:
         with self.lock:
             calls, self.calls = self.calls, {}
         for call in calls.values():
-            stopped = PartResult(failure=(Failure.WORKER_STOPPED, f"worker {self.index} stopped"))
+            stopped = msg.PartResult(failure=(Failure.WORKER_STOPPED, f"worker {self.index} stopped"))
             call.answer(self.index, stopped)
         self.pool.stopped(self)
 
     def close(self, timeout: float) -> None:
-        self.send(Close(timeout))
+        self.send(msg.Close(timeout))
 
     def join(self, timeout: float) -> bool:
         """Wait for the process to exit (killed past ``timeout``); whether it closed its store."""
@@ -288,7 +273,7 @@ class WorkerPool:
     # -- requests ---------------------------------------------------------------------------------
 
     def ingest(self, request: Any, body: bytes | None, deadline: float | None, ack_timeout: float,
-               logs: bool = False) -> PoolResult:
+               logs: bool = False) -> msg.PoolResult:
         """Have every worker map and store its part of ``request`` (an ``ExportTraceServiceRequest``,
         or with ``logs`` an ``ExportLogsServiceRequest``: each worker takes the log records of its
         traces), sent as ``body``, its protobuf bytes (serialized here if None); returns once each
@@ -298,7 +283,7 @@ class WorkerPool:
             body = bytes(request.SerializeToString())
         limit = time.monotonic() + ack_timeout
         deadline = limit if deadline is None else min(limit, deadline)
-        counted = PoolResult()
+        counted = msg.PoolResult()
         if logs:
             found = otlp_logs(request.resource_logs)  # what the workers leave out, counted once here
             counted.problems.update([*found.problems, *log_problems(found)])
@@ -306,17 +291,17 @@ class WorkerPool:
         total.problems.update(counted.problems)
         return total
 
-    def _ingest(self, body: bytes, deadline: float, logs: bool) -> PoolResult:
+    def _ingest(self, body: bytes, deadline: float, logs: bool) -> msg.PoolResult:
         rid = next(self._ids)
         call = _Call(self.count)
         for worker in self.workers:
-            worker.call(rid, call, MapLogs(rid, deadline) if logs else MapSpans(rid, deadline), body)
+            worker.call(rid, call, msg.MapLogs(rid, deadline) if logs else msg.MapSpans(rid, deadline), body)
         if not call.wait(deadline):
             for worker in self.workers:
                 with worker.lock:
                     worker.calls.pop(rid, None)
-            return PoolResult(failure=(Failure.TOO_SLOW, "the store did not commit in time"))
-        total = PoolResult()
+            return msg.PoolResult(failure=(Failure.TOO_SLOW, "the store did not commit in time"))
+        total = msg.PoolResult()
         ops_end = 0
         for k in range(self.count):
             part = call.results[k]
@@ -350,7 +335,7 @@ class WorkerPool:
             rid = next(self._ids)
             call = _Call(1)
             worker = self.workers[0]
-            worker.call(rid, call, MapConversations(rid, deadline, [op for _, _, op in batch]))
+            worker.call(rid, call, msg.MapConversations(rid, deadline, [op for _, _, op in batch]))
             if not call.wait(deadline):
                 with worker.lock:
                     worker.calls.pop(rid, None)
@@ -378,7 +363,7 @@ class WorkerPool:
 
     def _restart(self, old: _Worker) -> None:
         try:
-            old.join(CLOSE_GRACE)
+            old.join(msg.CLOSE_GRACE)
         except Exception:
             pass
         pause = (0.0 if time.monotonic() - old.started >= RESTART_STABLE
@@ -392,8 +377,8 @@ class WorkerPool:
                 continue
             self.workers[old.index] = new
             if self._stopping.is_set():  # the pool closed meanwhile, without this one
-                new.close(CLOSE_GRACE)
-                new.join(CLOSE_GRACE + 5.0)
+                new.close(msg.CLOSE_GRACE)
+                new.join(msg.CLOSE_GRACE + 5.0)
                 return
             if new.ready.wait(START_TIMEOUT) and new.error is None and new.failing is None:
                 logger.warning("otel-prov serve: mapping worker %d runs again", old.index)
