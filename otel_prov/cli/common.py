@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import settings
-from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id
+from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id, is_trace_id_prefix, is_uuid
 from ..read.model import check_iri as _check_iri
 from ..stores import ReadStore, StoreSpec, open_for_reading
 
@@ -66,7 +66,7 @@ def check_iri(value: str, *, trace_id: bool = False) -> str:
     value = value.strip()
     if value.startswith("<") and value.endswith(">"):
         value = value[1:-1]
-    if trace_id and is_trace_id(value):
+    if trace_id and (is_trace_id(value) or is_trace_id_prefix(value) or is_uuid(value)):
         return value
     try:
         return _check_iri(value)

@@ -73,6 +73,21 @@ def is_trace_id(text: str) -> bool:
     return _TRACE_ID.fullmatch(text.strip()) is not None
 
 
+_TRACE_PREFIX = re.compile(r"[0-9a-fA-F]{6,31}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def is_trace_id_prefix(text: str) -> bool:
+    """Whether ``text`` is the start of a trace id, as people paste it (Jaeger's search page shows
+    the first 7 digits): 6 to 31 hexadecimal digits."""
+    return _TRACE_PREFIX.fullmatch(text.strip()) is not None
+
+
+def is_uuid(text: str) -> bool:
+    """Whether ``text`` is a bare UUID (the last part of a session's IRI)."""
+    return _UUID.fullmatch(text.strip()) is not None
+
+
 def flow_of_type(kind: str) -> str:
     """The flow (``otel_prov.flow``) of a type name (``Agent``, ``GraphRAG``, ``DocRAG``)."""
     return next(flow for flow, name in _FLOW_TYPES.items() if name == kind)

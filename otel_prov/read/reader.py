@@ -27,8 +27,13 @@ from .model import (
     epoch_ns,
     flow_of_type,
     is_trace_id,
+    is_trace_id_prefix,
+    is_uuid,
     type_from_iri,
 )
+
+MAX_CANDIDATES = 5
+"""How many sessions an ambiguous or mistaken reference lists."""
 
 _LISTED = f"""GRAPH <{GRAPH_RETRIEVAL}> {{
     ?q tg:query ?query0 .
@@ -228,10 +233,46 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         return tops[0] if tops else self.find_question(rows[0]["n"])
 
     def question_of(self, ref: str) -> str:
-        """The Question of a session named by ``ref``: the IRI of its Question or of any of its
-        nodes (:meth:`find_question`), or the OpenTelemetry trace id it was recorded from
-        (:meth:`session_of_trace`: what Jaeger and ``otel-prov show`` print)."""
-        return self.session_of_trace(ref) if is_trace_id(ref) else self.find_question(ref)
+        """The Question of a session named by ``ref`` as people paste it: the IRI of its Question or
+        of any of its nodes (:meth:`find_question`), the OpenTelemetry trace id it was recorded from
+        (:meth:`session_of_trace`: what Jaeger and ``otel-prov show`` print) or a unique prefix of it
+        (6 digits or more), or the bare UUID of its IRI.  A miss of an IRI names the sessions whose
+        IRIs start with it (a truncated paste)."""
+        ref = ref.strip()
+        if is_trace_id(ref):
+            return self.session_of_trace(ref)
+        if is_trace_id_prefix(ref):
+            rows = self.select(f"""
+SELECT DISTINCT ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?n otelprov:traceId ?t
+  FILTER(STRSTARTS(?t, "{ref.lower()}")) }} }} ORDER BY ?t LIMIT {MAX_CANDIDATES + 1}""")
+            return self.session_of_trace(self._one(ref.lower(), rows, "t", "trace id", "starts"))
+        if is_uuid(ref):
+            rows = self.select(f"""
+SELECT DISTINCT ?q WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q tg:query ?text
+  FILTER(STRENDS(STR(?q), ":{ref.lower()}")) }} }} ORDER BY ?q LIMIT {MAX_CANDIDATES + 1}""")
+            return self._one(ref.lower(), rows, "q", "session", "ends")
+        try:
+            return self.find_question(ref)
+        except TraceNotFound as exc:
+            if len(ref) < 12:
+                raise
+            near = [r["q"] for r in self.select(f"""
+SELECT DISTINCT ?q WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q tg:query ?text
+  FILTER(STRSTARTS(STR(?q), {literal(ref)})) }} }} ORDER BY ?q LIMIT {MAX_CANDIDATES}""") if "q" in r]
+            if near:
+                raise TraceNotFound(f"{exc}; did you mean {', '.join(near)}?") from None
+            raise
+
+    def _one(self, ref: str, rows: list[dict[str, str]], key: str, what: str, how: str) -> str:
+        """The one match of a short reference, else :class:`TraceNotFound` listing the candidates."""
+        found = [r[key] for r in rows if key in r]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise TraceNotFound(f"no {what} {how} with {ref} (see 'otel-prov list')")
+        more = " and more" if len(found) > MAX_CANDIDATES else ""
+        raise TraceNotFound(f"{ref} is ambiguous: {len(found[:MAX_CANDIDATES])}{more} {what}s match: "
+                            f"{', '.join(found[:MAX_CANDIDATES])}; give more of it")
 
     def trace(self, ref: str) -> tuple[Trace, list[TraceTriple]]:
         """The trace of ``ref`` (a Question, any node of a trace, or a trace id), and its triples."""

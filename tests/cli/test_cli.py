@@ -240,6 +240,41 @@ def test_show_a_step_iri_shows_its_session(filled: Filled, capsysbinary: Any) ->
     assert r.out.splitlines()[0] == f"=== Agent Session: {filled.agent.explain_id} ==="
 
 
+def test_show_takes_ids_as_people_paste_them(filled: Filled, capsysbinary: Any) -> None:
+    """A trace id's first digits (Jaeger's search page shows 7), the bare UUID of a session's IRI, a
+    full IRI; a truncated IRI is answered with the session it may have meant."""
+    store = str(filled.path)
+    want = f"=== Agent Session: {filled.agent.explain_id} ==="
+    trace_id = str(filled.agent.trace_id)
+    uuid = filled.agent.explain_id.rsplit(":", 1)[1]
+    for ref in (trace_id[:7], trace_id[:6].upper(), uuid, filled.agent.explain_id):
+        r = cli(capsysbinary, "show", ref, "--store", store)
+        assert r.code == 0 and r.out.splitlines()[0] == want, ref
+    one_error_line(cli(capsysbinary, "show", filled.agent.explain_id[:-6], "--store", store),
+                   f"did you mean {filled.agent.explain_id}?")
+    one_error_line(cli(capsysbinary, "show", "fffff0", "--store", store), "no trace id starts with fffff0")
+
+
+def test_an_ambiguous_trace_id_prefix_lists_the_candidates() -> None:
+    from otel_prov.read.model import TraceNotFound
+    from otel_prov.read.reader import TraceReader
+    from otel_prov.stores.oxigraph import OxigraphStore
+
+    store = OxigraphStore(None)
+    data = "".join(
+        f'<urn:trustgraph:agent:{n}> <https://trustgraph.ai/ns/query> "q{n}" <{GRAPH_RETRIEVAL}> .\n'
+        f'<urn:trustgraph:agent:{n}> <https://w3id.org/otel-prov/ns#traceId> "abcdef{n:026d}" '
+        f'<{GRAPH_RETRIEVAL}> .\n' for n in (1, 2))
+    store.add(data.encode(), 4)
+    try:
+        ambiguous = "abcdef is ambiguous: 2 trace ids match: abcdef0+1, abcdef0+2"
+        with pytest.raises(TraceNotFound, match=ambiguous):
+            TraceReader(store).question_of("abcdef")
+        assert TraceReader(store).question_of("abcdef" + "0" * 25 + "1") == "urn:trustgraph:agent:1"
+    finally:
+        store.close()
+
+
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
@@ -705,7 +740,9 @@ def test_show_takes_a_trace_id(filled: Filled, capsysbinary: Any) -> None:
         assert (by_id.code, by_id.out, by_id.err) == (0, by_iri.out, "")
     one_error_line(cli(capsysbinary, "show", "0" * 32, "--store", str(filled.path)),
                    f"no session recorded from trace {'0' * 32}")
-    one_error_line(cli(capsysbinary, "show", "0" * 31, "--store", str(filled.path)),
+    one_error_line(cli(capsysbinary, "show", "0" * 31, "--store", str(filled.path)),  # a prefix
+                   f"no trace id starts with {'0' * 31}")
+    one_error_line(cli(capsysbinary, "show", "0" * 33, "--store", str(filled.path)),
                    "neither an IRI nor a trace id", code=2)
     trace_id = filled.graph.trace_id or ""
     exported = cli(capsysbinary, "export", "--session", trace_id, "--store", str(filled.path))
