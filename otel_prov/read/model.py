@@ -147,6 +147,21 @@ class SessionFilter:
         return _bound(self.until or "")
 
 
+_ISO_BOUND = re.compile(r"\d{4}(?:-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,9})?)?)?)?)?)?[Zz]?")
+
+
+def check_bound(name: str, value: str | None) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is an ISO 8601 time, possibly cut short
+    (``2026``, ``2026-11-30``, ``2026-11-30T10:21``; UTC)."""
+    numbers = [int(n) for n in re.findall(r"\d+", value.split(".")[0])] if value else []
+    limits = (None, 12, 31, 23, 59, 59)  # year, month, day, hour, minute, second
+    in_range = all(limit is None or (1 if i in (1, 2) else 0) <= n <= limit
+                   for i, (n, limit) in enumerate(zip(numbers, limits, strict=False)))
+    if value and (_ISO_BOUND.fullmatch(value.strip()) is None or not in_range):
+        raise ValueError(f"{name}={value[:40]!r}: expected an ISO 8601 time (UTC), e.g. 2026-11-30 or "
+                         "2026-11-30T10:21")
+
+
 def _bound(value: str) -> str:
     """An ISO bound as the leading part of a time's seconds text (``T`` for a space, no ``Z``)."""
     return value.strip().rstrip("Zz").replace(" ", "T").partition(".")[0]

@@ -41,7 +41,7 @@ from starlette.templating import Jinja2Templates
 from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
-from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep, format_ms
+from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep, check_bound, format_ms
 from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import TRACE_FORMATS, Shown, render_trace
@@ -157,19 +157,30 @@ class View:
     # -- the list ---------------------------------------------------------------------------------
 
     def _filters(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The request's filters as given, and as :meth:`TraceReader.sessions` takes them."""
+        """The request's filters as given, and as :meth:`TraceReader.sessions` takes them;
+        :class:`BadParameter` for a value that means nothing (as the CLI refuses it)."""
         params = request.query_params
         wanted = {"type": params.get("type", ""), "collection": params.get("collection", ""),
                   "since": params.get("since", ""), "until": params.get("until", ""),
                   "q": params.get("q", "")}
+        if wanted["type"] and wanted["type"].lower() not in TYPES:
+            raise BadParameter(f"type={wanted['type'][:40]!r}: one of {', '.join(sorted(TYPES))}")
+        for name in ("since", "until"):
+            try:
+                check_bound(name, wanted[name])
+            except ValueError as exc:
+                raise BadParameter(str(exc)) from None
         where = SessionFilter(since=wanted["since"] or None, until=wanted["until"] or None,
                               text=wanted["q"].strip() or None)
         return wanted, {"kind": TYPES.get(wanted["type"].lower()),
                         "collection": wanted["collection"] or None, "where": where}
 
     def list_page(self, request: Request) -> Response:
-        wanted, filters = self._filters(request)
-        page = _int(request.query_params.get("page"), 1)
+        try:
+            wanted, filters = self._filters(request)
+            page = _number(request, "page", 1, 1, 1 << 30)
+        except BadParameter as exc:
+            return self.problem(request, 400, "Bad filter", str(exc))
         try:
             with self.store() as store:
                 reader = TraceReader(store)
@@ -197,9 +208,12 @@ class View:
                          pages=pages, first=(page - 1) * PAGE_SIZE, stamp=stamp)
 
     def api_sessions(self, request: Request) -> Response:
-        _, filters = self._filters(request)
-        offset = min(max(_int(request.query_params.get("offset"), 0), 0), MAX_OFFSET)
-        limit = min(max(_int(request.query_params.get("limit"), PAGE_SIZE), 1), 1000)
+        try:
+            _, filters = self._filters(request)
+            offset = _number(request, "offset", 0, 0, MAX_OFFSET)
+            limit = _number(request, "limit", PAGE_SIZE, 1, 1000)
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
         try:
             with self.store() as store:
                 reader = TraceReader(store)
@@ -410,6 +424,24 @@ def _from_another_site(request: Request) -> bool:
 
 def _is_analysis(step: TraceStep) -> bool:
     return step.kind == "Analysis"
+
+
+class BadParameter(ValueError):
+    """A query parameter whose value means nothing (the answer is 400 with its one-line reason)."""
+
+
+def _number(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter between ``low`` and ``high`` (``default`` when absent)."""
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadParameter(f"{name}={text[:40]!r}: expected a whole number") from None
+    if not low <= value <= high:
+        raise BadParameter(f"{name}={value}: expected {low} to {high}")
+    return value
 
 
 def _int(text: str | None, default: int) -> int:

@@ -3,6 +3,7 @@ spans, and plain HTTP requests (the browser tests are in test_browser.py)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -714,3 +715,22 @@ def test_a_query_that_needs_too_much_memory_is_stopped_in_its_own_process(record
         assert get(running.url + "/api/sparql", params={"query": "ASK { ?s ?p ?o }"}).json()["boolean"]
     finally:
         running.stop()
+
+
+@pytest.mark.parametrize("query,reason", [
+    ("type=bogus", "type='bogus': one of agent, docrag, graphrag"),
+    ("since=yesterday", "since='yesterday': expected an ISO 8601 time"),
+    ("until=2026-13", "until='2026-13': expected an ISO 8601 time"),
+    ("limit=abc", "limit='abc': expected a whole number"),
+    ("limit=0", "limit=0: expected 1 to 1000"),
+    ("offset=-1", "offset=-1: expected 0 to"),
+])
+def test_a_bad_filter_is_a_400_with_its_reason(view: str, query: str, reason: str) -> None:
+    """``?type=bogus`` gave every session and ``?since=yesterday`` an empty list that read as "no
+    sessions"; the CLI refuses such values, and so do the API and the list page now."""
+    api = get(view + "/api/sessions?" + query)
+    assert api.status_code == 400 and api.json()["error"].startswith(reason), api.text[:200]
+    if not query.startswith(("limit", "offset")):
+        page = get(view + "/?" + query)
+        assert page.status_code == 400 and reason.split(":")[0] in html.unescape(page.text)
+    assert get(view + "/api/sessions?type=agent&since=2026-01-01").status_code == 200
