@@ -21,7 +21,7 @@ from .. import settings
 from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.model import TYPES, TraceNotFound
-from ..render import LIST_FORMATS, TRACE_FORMATS
+from ..render import FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
@@ -30,7 +30,6 @@ from .common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    FORMAT_ALIASES,
     PROG,
     CliError,
     format_choice,

@@ -11,6 +11,7 @@ from typing import Any
 from .. import settings
 from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id, is_trace_id_prefix, is_uuid
 from ..read.model import check_iri as _check_iri
+from ..render import FORMAT_ALIASES
 from ..stores import ReadStore, StoreSpec, open_for_reading
 
 PROG = "otel-prov"
@@ -97,8 +98,6 @@ def option(args: argparse.Namespace, setting: settings.Option[Any]) -> Any:
     return setting.get(getattr(args, name, None), via="flag")
 
 
-FORMAT_ALIASES = {"ttl": "turtle", "nq": "nquads", "n-quads": "nquads", "json-ld": "jsonld", "rq": "sparql"}
-"""The usual short names of the formats (``--format ttl``)."""
 
 
 def format_choice(names: Sequence[str]) -> Callable[[str], str]:

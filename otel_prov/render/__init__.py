@@ -59,6 +59,9 @@ TRACE_FORMATS: dict[str, Format] = {f.name: f for f in (
 )}
 """Every format one trace can be shown in (the first is the default)."""
 
+FORMAT_ALIASES = {"ttl": "turtle", "nq": "nquads", "n-quads": "nquads", "json-ld": "jsonld"}
+"""The usual short names of the formats (``--format ttl``, ``?format=ttl``)."""
+
 LIST_FORMATS: dict[str, Callable[[Sequence[SessionRow]], str]] = {
     "table": text.session_table,
     "json": data.session_json,

@@ -44,7 +44,7 @@ from ..read.graph import step_summary, step_title
 from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep, check_bound, format_ms
 from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import TraceReader
-from ..render import TRACE_FORMATS, Shown, render_trace
+from ..render import FORMAT_ALIASES, TRACE_FORMATS, Shown, render_trace
 from ..render.data import session_dicts, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
@@ -69,7 +69,8 @@ MAX_QUERY_BYTES = 1 << 20
 """A posted query larger than this is not read."""
 MAX_OFFSET = 1 << 62
 """The largest ``offset`` asked of the store (SPARQL engines read ``OFFSET`` as a 64-bit number)."""
-DOWNLOADS = ("turtle", "trig", "jsonld", "svg")
+DOWNLOADS = tuple(TRACE_FORMATS)
+"""Every format ``show`` has, each linked on the session page."""
 COOKIE = "otel_prov_ui"
 EXAMPLE_QUERY = """SELECT ?session ?question ?time WHERE {
   ?session a tg:Question ; tg:query ?question .
@@ -243,9 +244,12 @@ class View:
     def session_page(self, request: Request) -> Response:
         iri = request.path_params["iri"]
         fmt = request.query_params.get("format")
+        if fmt is not None:
+            fmt = FORMAT_ALIASES.get(fmt.lower(), fmt.lower())  # ?format=ttl, as the CLI takes it
         if fmt is not None and fmt not in TRACE_FORMATS:
             return self.problem(request, 400, "Unknown format",
-                                f"unknown format {fmt!r}: one of {', '.join(TRACE_FORMATS)}")
+                                f"unknown format {fmt[:40]!r}: one of {', '.join(TRACE_FORMATS)} (or ttl, "
+                                "json-ld)")
         try:
             shown = self._read(iri)
         except (TraceNotFound, StoreNotFound) as exc:

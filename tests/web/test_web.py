@@ -189,7 +189,7 @@ def test_session_page_shows_question_steps_answer_subtrace_picture(view: str, re
     assert svg is not None
     root = ET.fromstring(svg.group(1))
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    for fmt in ("turtle", "trig", "jsonld", "svg"):
+    for fmt in ("text", "json", "turtle", "trig", "jsonld", "dot", "svg"):  # every format of show
         assert f"?format={fmt}" in page
 
 
@@ -210,6 +210,10 @@ def test_downloads_parse(view: str, recorded: Recorded) -> None:
     assert svg.headers["content-type"].startswith("image/svg+xml")
     ET.fromstring(svg.content)
     assert get(base, params={"format": "nope"}).status_code == 400
+    aliased = get(base, params={"format": "ttl"})  # the usual short name, as the CLI takes it
+    assert aliased.status_code == 200 and aliased.text == get(base, params={"format": "turtle"}).text
+    for fmt in ("text", "json", "dot"):
+        assert get(base, params={"format": fmt}).status_code == 200
 
 
 def test_a_step_iri_redirects_to_its_session(view: str, recorded: Recorded) -> None:
