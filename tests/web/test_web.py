@@ -182,6 +182,8 @@ def test_session_page_shows_question_steps_answer_subtrace_picture(view: str, re
     assert "<code>kg_lookup</code>" in page and "<code>calculator</code>" in page
     assert '<pre class="arguments">{\n  &#34;' in page  # arguments pretty-printed
     assert "<h3>Conclusion</h3>" in page and agent.answer.split(":")[0] in page
+    # The answer once, at the top (the Conclusion step points to it), not twice.
+    assert page.count(html.escape(agent.answer, quote=False)) == 1 and 'href="#answer"' in page
     assert '<details class="subtrace">' in page and "Sub-trace: DocRAG" in page
     assert '<a id="jaeger-link" class="button" href="http://127.0.0.1:16686/trace/' \
            f'{agent.trace_id}"' in page
@@ -738,3 +740,39 @@ def test_a_bad_filter_is_a_400_with_its_reason(view: str, query: str, reason: st
         page = get(view + "/?" + query)
         assert page.status_code == 400 and reason.split(":")[0] in html.unescape(page.text)
     assert get(view + "/api/sessions?type=agent&since=2026-01-01").status_code == 200
+
+
+def test_a_long_observation_starts_folded(tmp_path: Path) -> None:
+    """A 20-line observation was shown whole, pushing the next steps off the screen: past 10 lines it
+    is folded (its first line and its length), the whole text one click away."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from otel_prov import ProvSpanExporter, agent_session
+
+    store = tmp_path / "store"
+    exporter = ProvSpanExporter(store=store)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    lines = "\n".join(f"row {n}" for n in range(20))
+    with agent_session("long?", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.thought("look")
+            step.action("table", {})
+            step.observation(lines)
+        with session.iteration() as step:
+            step.thought("short")
+            step.action("one", {})
+            step.observation("one line")
+        session.conclude("done")
+    provider.shutdown()
+    running = serve(_config(store))
+    try:
+        page = get(running.url + session_url(session.explain_id)).text
+    finally:
+        running.stop()
+    folded = ('<details class="long"><summary class="text observation">row 0 '
+              '<span class="hint">(20 lines)</span>')
+    assert folded in page
+    assert "row 19" in page  # the whole text is on the page, folded
+    assert '<div class="text observation">one line</div>' in page
