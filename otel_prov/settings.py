@@ -263,7 +263,8 @@ SERVE_ACK_TIMEOUT: Option[float] = Option(
     "seconds a request waits for its commit before UNAVAILABLE (a client's gRPC deadline shortens it)")
 SERVE_DRAIN_TIMEOUT: Option[float] = Option(
     "OTEL_PROV_SERVE_DRAIN_TIMEOUT", "--drain-timeout", _number(0), DEFAULT_DRAIN_TIMEOUT,
-    "seconds SIGTERM waits for in-flight requests")
+    "seconds SIGTERM waits for in-flight requests and the store to close (at least 5 more to sync the "
+    "log; what is left to fold is folded at the next start)")
 SERVE_MEMORY_BUDGET: Option[int] = Option(
     "OTEL_PROV_SERVE_MEMORY_BUDGET", "--memory-budget", _count(16), DEFAULT_MEMORY_BUDGET_MIB,
     "MiB of request data held at once (bodies, decoded requests, N-Quads queued); past it, UNAVAILABLE/503")

@@ -360,11 +360,13 @@ class Receiver:
                 self._cv.wait(remaining)
         return True
 
-    def close(self) -> bool:
-        """Store what is queued and release the store.  Returns whether everything was stored."""
+    def close(self, timeout: float | None = None) -> bool:
+        """Store what is queued and release the store, within ``timeout`` seconds (default
+        :data:`CLOSE_TIMEOUT`; what the on-disk log holds and is not folded by then is folded at the
+        next start).  Returns whether everything was stored."""
         with self._cv:
             if self._closed:
                 return True
             self._closed = True
             self._draining = True
-        return self._writer.close(CLOSE_TIMEOUT)
+        return self._writer.close(CLOSE_TIMEOUT if timeout is None else timeout)

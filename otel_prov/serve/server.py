@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 
 from ..settings import ServeSettings
 from ..stores import open_for_writing
@@ -74,6 +75,7 @@ class Server:
             return True
         self._stopped = True
         timeout = self.settings.drain_timeout if drain_timeout is None else drain_timeout
+        started = time.monotonic()
         drained = self.receiver.drain(timeout)
         if self.grpc is not None:
             self.grpc.stop(grace=1.0)
@@ -81,8 +83,14 @@ class Server:
             self.http.stop()
         if not drained:
             logger.error("otel-prov serve: requests still in flight after %.1f s of draining", timeout)
-        stored = self.receiver.close()
+        # Closing is bounded by what is left of the drain timeout (at least MIN_CLOSE seconds to sync
+        # the log): a fold the store could not finish is left to the next start, never lost.
+        stored = self.receiver.close(max(MIN_CLOSE, timeout - (time.monotonic() - started)))
         return drained and stored
+
+
+MIN_CLOSE = 5.0
+"""Seconds closing may take after a drain that used all of its time (the log's last sync)."""
 
 
 def check_ports_free(settings: ServeSettings) -> None:
