@@ -34,7 +34,7 @@ from .common import (
     CliError,
     format_choice,
 )
-from .read import DEFAULT_QUERY_TIMEOUT, EXPORT_SUFFIXES, cmd_export, cmd_list, cmd_query, cmd_show
+from .read import DEFAULT_QUERY_TIMEOUT, EXPORT_SUFFIXES, cmd_check, cmd_export, cmd_list, cmd_query, cmd_show
 
 _STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
                f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store, the exporter's default)")
@@ -133,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"give up after SECONDS (default {DEFAULT_QUERY_TIMEOUT:g}); Ctrl-C stops it at once")
     p.add_argument("--allow-service", action="store_true",
                    help="let SERVICE send queries to other servers over the network (refused otherwise)")
+
+    p = _add(sub, "check", cmd_check, "check an on-disk store: its index and its log",
+             "Check an on-disk store: whether its index can be read, what of its log is not folded yet,\n"
+             "damaged segments, files set aside.  Exit status 1 when something is wrong.  --repair\n"
+             "writes what can be written again without losing anything (the index's lost CURRENT file).")
+    p.add_argument("store_path", nargs="?", metavar="STORE", help=_STORE_HELP)
+    _common(p)
+    p.add_argument("--repair", action="store_true",
+                   help="repair what can be repaired without losing anything")
 
     p = _add(sub, "demo", cmd_demo, "run the example agents and show what they recorded",
              "Run the three example flows (a ReAct agent with a calculator, a knowledge-graph lookup\n"

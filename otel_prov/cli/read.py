@@ -21,7 +21,7 @@ from ..render import LIST_FORMATS, TRACE_FORMATS, Shown, render_trace
 from ..render.rdf import EXPORT_FORMATS, write_quads
 from ..render.results import render_result
 from ..render.text import EMPTY
-from ..stores import ReadStore
+from ..stores import ReadStore, check_store, parse_store
 from ..stores.base import IRI, QuadTerms, Term
 from .common import PROG, CliError, Reading, UsageError, check_iri, option, resolve_format, write
 
@@ -235,3 +235,20 @@ def run_with_timeout(work: Callable[[], T], timeout: float) -> T:
     if not ok:
         raise value
     return cast(T, value)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """The on-disk store's state: its index and its log; ``--repair`` writes a lost ``CURRENT``."""
+    spec = parse_store(args.store_path) if args.store_path else option(args, settings.STORE)
+    health = check_store(spec, repair=args.repair)
+    lines = [f"store: {spec}"]
+    if health.repaired:
+        lines.append(f"repaired: the index's CURRENT file written again ({health.repaired})")
+    lines.append(f"index: {health.index}")
+    lines.append(f"log: {health.segments} segment(s), {health.unfolded_bytes} bytes not folded yet"
+                 + (" (any writer folds them)" if health.unfolded_bytes else ""))
+    lines += [f"damaged: {line}" for line in health.damaged]
+    lines += [f"set aside: {name} (kept, never read)" for name in health.set_aside]
+    lines.append("ok" if health.ok else "problems found (see above); nothing was deleted")
+    write("\n".join(lines) + "\n", None)
+    return 0 if health.ok else 1

@@ -21,7 +21,7 @@ import rdflib
 from .base import AppendStore, QueryResult, ReadStore, Remote, Row, StoreSpec, Term, WriteStore
 
 __all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "QueryResult", "ReadStore", "Remote", "Row",
-           "StoreSpec", "Term", "WriteStore", "check_url", "default_store", "open_for_reading",
+           "StoreSpec", "Term", "WriteStore", "check_store", "check_url", "default_store", "open_for_reading",
            "open_for_writing", "parse_store"]
 
 BACKENDS: dict[str, str] = {
@@ -111,3 +111,16 @@ def open_for_reading(spec: StoreSpec) -> ReadStore:
     """Open an existing store to read; a missing one is :class:`~otel_prov.errors.StoreNotFound`,
     never created.  Reading never blocks a writer."""
     return cast(ReadStore, _backend(spec).open_for_reading(spec))
+
+
+def check_store(spec: StoreSpec, *, repair: bool = False) -> Any:
+    """The state of an on-disk store (its index, its log: :class:`~.logstore.Health`); with
+    ``repair``, what can be repaired without losing anything is (a lost ``CURRENT``).  Other stores
+    have nothing of this kind to check: :class:`~otel_prov.errors.StoreError`."""
+    from ..errors import StoreError, StoreNotFound
+
+    if spec.scheme != OXIGRAPH or spec.path is None:
+        raise StoreError(f"'check' looks at an on-disk store; {spec} is not one")
+    if not spec.path.is_dir():
+        raise StoreNotFound(f"no store at {spec.path}")
+    return _backend(spec).check(spec.path, repair=repair)

@@ -36,6 +36,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ from .indexer import (
     index_held,
     wait_folded,
 )
-from .oxigraph import Locked, OxigraphStore, check_not_a_file, prepare_directory
+from .oxigraph import Locked, OxigraphStore, check_index, check_not_a_file, prepare_directory
 
 logger = logging.getLogger(__name__)
 
@@ -509,6 +510,7 @@ def _read(path: Path) -> OxigraphStore:
     (:mod:`.indexer`).  A listed segment gone when it is read was folded and deleted meanwhile,
     perhaps after the snapshot was taken: then the reader starts again."""
     directory = seg.segments_dir(path)
+    check_index(path)  # an index that lost its CURRENT: said, never read as if it were empty
     for attempt in range(READ_TRIES):
         folded = seg.load_checkpoint(directory)
         names = seg.list_segments(directory)
@@ -621,3 +623,62 @@ def store_inside(path: Path, most: int = 100) -> Path | None:
         return None
     children.sort(key=lambda child: child.name != "store")
     return next((child for child in children if is_store(child)), None)
+
+
+@dataclass
+class Health:
+    """What :func:`check` found in an on-disk store."""
+
+    index: str
+    """``ok``, ``none`` (nothing folded yet) or why it cannot be read."""
+    segments: int = 0
+    unfolded_bytes: int = 0
+    damaged: list[str] = field(default_factory=list)
+    """One line per damaged segment (the records that fail their checksum are skipped by readers)."""
+    set_aside: list[str] = field(default_factory=list)
+    """Files set aside as not segments (``*.bad``), kept for inspection."""
+    repaired: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.index in ("ok", "none") and not self.damaged
+
+
+def check(path: Path, *, repair: bool = False) -> Health:
+    """The state of the on-disk store at ``path``: its index (with ``repair``, a lost ``CURRENT``
+    is written again from the newest manifest), its log (segments, what is not folded, damage,
+    what was set aside).  Reads only, but for the repair; takes no lock."""
+    from .oxigraph import repair_current
+
+    directory = seg.segments_dir(path)
+    health = Health(index="none")
+    repaired = repair_current(path) if repair else None
+    health.repaired = repaired
+    try:
+        check_index(path)
+        if (path / "CURRENT").exists():
+            OxigraphStore(path, snapshot=True).close()
+            health.index = "ok"
+    except StoreError as exc:
+        health.index = str(exc)
+    if directory.is_dir():
+        names = seg.list_segments(directory)
+        health.segments = len(names)
+        health.unfolded_bytes = seg.unfolded_bytes(directory)
+        for name in names:
+            try:
+                offset = 0
+                while True:
+                    records, ended, damaged = seg.read_records(directory / name, offset, 64 << 20)
+                    if damaged:
+                        health.damaged.append(f"{name}: a record fails its checksum (skipped by readers)")
+                        break
+                    if ended or not records:
+                        break
+                    offset = records[-1].end
+            except seg.NotASegment as exc:
+                health.damaged.append(str(exc))
+            except FileNotFoundError:
+                continue  # folded and deleted meanwhile
+        health.set_aside = sorted(p.name for p in directory.glob(f"*{seg.BAD_SUFFIX}"))
+    return health

@@ -202,12 +202,39 @@ class Locked(StoreError):
 def _rocksdb(path: Path, *, snapshot: bool = False) -> pyoxigraph.Store:
     """The on-disk store at ``path`` (a read-only snapshot when ``snapshot``); every failure is a
     :class:`StoreError` naming the path (RocksDB reports corruption as ``RuntimeError``)."""
+    check_index(path)
     try:
         return pyoxigraph.Store.read_only(str(path)) if snapshot else pyoxigraph.Store(str(path))
     except (OSError, RuntimeError) as exc:
         if not snapshot and "lock" in str(exc).lower():
             raise Locked(str(exc)) from exc
         raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+
+
+def check_index(path: Path) -> None:
+    """:class:`StoreError` when the index at ``path`` has lost its ``CURRENT`` file (the name of its
+    live manifest) while its manifests and tables are there: opened so, RocksDB would start an empty
+    index over them and every folded session would be gone.  Says how to repair it."""
+    if (path / "CURRENT").exists():
+        return
+    manifests = sorted(path.glob("MANIFEST-*"))
+    if manifests:
+        raise StoreError(f"the index at {path} is damaged: its CURRENT file is missing ({manifests[-1].name} "
+                         f"is there); nothing was changed. Repair it with 'otel-prov check --repair {path}'")
+
+
+def repair_current(path: Path) -> str | None:
+    """Write the missing ``CURRENT`` of the index at ``path``: the newest manifest (the one RocksDB
+    wrote last).  Returns its name, or None when there is nothing to repair."""
+    if (path / "CURRENT").exists():
+        return None
+    manifests = sorted(path.glob("MANIFEST-*"), key=lambda m: int(m.name.split("-")[1] or 0))
+    if not manifests:
+        return None
+    tmp = path / "CURRENT.otel-prov.tmp"
+    tmp.write_text(manifests[-1].name + "\n")
+    os.replace(tmp, path / "CURRENT")
+    return manifests[-1].name
 
 
 def prepare_directory(path: Path) -> None:

@@ -590,3 +590,32 @@ def test_serves_close_is_bounded_by_the_drain_timeout_and_the_rest_is_folded_lat
     monkeypatch.setattr(indexer.Indexer, "fold_round", real_round)
     assert segments.pending_bytes(segments.segments_dir(store))  # left for the next start
     assert _stored(store) == _want_otlp([request_of(b) for b in batches])
+
+
+def test_an_index_that_lost_its_current_file_is_said_never_read_as_empty_and_repaired(
+        tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """A missing index CURRENT file hid every folded session and serve started anyway (RocksDB would
+    have begun an empty index over the old one).  Now readers and writers refuse with one line
+    naming the file and the repair; 'otel-prov check --repair' writes it again; nothing is lost."""
+    from otel_prov.cli import main
+    from otel_prov.errors import StoreError
+
+    store = tmp_path / "store"
+    batches = [agent_spans(2) for _ in range(3)]
+    exporter = ProvSpanExporter(store=store)
+    for batch in batches:
+        assert exporter.export(batch) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    want = _stored(store)
+    assert want
+    (store / "CURRENT").unlink()
+    with pytest.raises(StoreError, match="its CURRENT file is missing"):
+        _stored(store)
+    with pytest.raises(StoreError, match="check --repair"):
+        _serve(store)
+    capsysbinary.readouterr()
+    assert main(["check", str(store)]) == 1
+    assert b"CURRENT file is missing" in capsysbinary.readouterr().out
+    assert main(["check", "--repair", str(store)]) == 0
+    assert b"repaired: the index's CURRENT file written again" in capsysbinary.readouterr().out
+    assert _stored(store) == want
