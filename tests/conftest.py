@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 FAST = frozenset({
     "test_content_readers", "test_dialect_readers", "test_flows", "test_genai", "test_golden",
     "test_guards", "test_imports", "test_mapper_bounds", "test_model", "test_public_api", "test_settings",
-    "test_shapes", "test_strict", "test_svg_layout", "test_trustgraph_vocab", "test_values",
+    "test_shapes", "test_strict", "test_svg_layout", "test_timeline", "test_trustgraph_vocab", "test_values",
 })
 """The fast layer (``pytest -m fast``, ~20 s): the modules that start no server, no real framework and
 no subprocess -- the mapping core, the values rule, the model, the read side, the import rules."""

@@ -49,6 +49,7 @@ from ..render.data import session_dicts, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
 from ..render.text import HIDDEN, chunk_text, question_text, term, visible
+from ..render.timeline import step_anchor, timeline
 from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable, single
 from ..settings import UiSettings, is_loopback
 from ..stores import ReadStore, open_for_reading
@@ -118,7 +119,7 @@ def _templates() -> Jinja2Templates:
     # escape only .html/.htm/.xml names).
     env = jinja2.Environment(loader=jinja2.PackageLoader("otel_prov.web", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
+    env.filters.update(anchor=step_anchor, shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
                        title=step_title, summary=step_summary, term=term, shell=shlex.quote, ms=format_ms)
     env.globals.update(hidden=HIDDEN, question_text=question_text, chunk_text=chunk_text)
     return Jinja2Templates(env=env)
@@ -276,7 +277,7 @@ class View:
         downloads = [(f, f"{session_url(trace.id)}?format={f}", TRACE_FORMATS[f].suffix) for f in DOWNLOADS]
         return self.page(request, "session.html", trace=trace, steps=steps, paging=paging, picture=picture,
                          nodes=nodes, jaeger=jaeger_link(self.config.jaeger_url, trace.trace_id),
-                         downloads=downloads, is_step=_is_analysis)
+                         downloads=downloads, is_step=_is_analysis, bars=timeline(trace))
 
     def api_session(self, request: Request) -> Response:
         try:

@@ -124,6 +124,30 @@ def test_session_page_with_picture(page: Any, view: str, recorded: Recorded, sho
     assert page.problems == []
 
 
+def test_session_timeline(page: Any, view: str, recorded: Recorded, shots: Path) -> None:
+    """The waterfall: a bar per step, placed by when it started and sized by how long it took (a
+    step that took 6 s no longer looks like one of 6 ms), sub-trace steps nested, each row a link to
+    its step."""
+    page.goto(view + session_url(recorded.agent.explain_id))
+    page.locator("#timeline").wait_for()
+    boxes = page.evaluate("""() => [...document.querySelectorAll('#timeline li')].map(li => {
+        const bar = li.querySelector('.bar').getBoundingClientRect();
+        const track = li.querySelector('.bar-track').getBoundingClientRect();
+        return [li.querySelector('.bar-label').textContent, bar.left - track.left, bar.width,
+                li.querySelector('.bar-label').getAttribute('href')]; })""")
+    labels = [b[0] for b in boxes]
+    assert labels[0] == "Analysis 1" and "Exploration" in labels  # the DocRAG sub-trace's steps too
+    tops = [b for b in boxes if b[0].startswith("Analysis")]
+    assert [b[1] for b in tops] == sorted(b[1] for b in tops)  # later steps start further right
+    assert all(b[2] >= 1 for b in boxes)  # every bar is seen
+    target = boxes[1][3]
+    page.locator("#timeline a").nth(1).click()
+    assert page.locator(target).is_visible()
+    no_horizontal_scroll(page)
+    page.locator("#timeline").screenshot(path=str(shots / "timeline.png"))
+    assert page.problems == []
+
+
 def test_hostile_session_runs_nothing_and_wraps(page: Any, view: str, recorded: Recorded,
                                                 shots: Path) -> None:
     page.goto(view + session_url(recorded.hostile))
