@@ -90,7 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
              "Sub-traces (a RAG query run by an agent's tool) are shown by 'show', not listed here.")
     _common(p, collection=True)
     p.add_argument("--type", choices=sorted(TYPES), help="only sessions of this type")
-    p.add_argument("--limit", type=_positive, metavar="N", help="at most N sessions")
+    p.add_argument("--status", choices=("complete", "failed", "unfinished"),
+                   help="only sessions in this state")
+    p.add_argument("--since", metavar="TIME", help="only sessions started at or after TIME (ISO 8601, UTC: "
+                   "2026-11-30, 2026-11-30T10:21)")
+    p.add_argument("--until", metavar="TIME", help="only sessions started at or before TIME (2026-11-30: "
+                   "that whole day)")
+    p.add_argument("--text", "-q", metavar="WORDS", help="only sessions whose question, thoughts, actions, "
+                   "arguments, observations, answer or retrieved texts hold WORDS (case ignored)")
+    p.add_argument("--tool", metavar="NAME", help="only sessions that called this tool")
+    p.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
+    p.add_argument("--model", metavar="NAME", help="only sessions that called this model")
+    p.add_argument("--limit", type=_positive, metavar="N",
+                   help="at most N sessions (default 50; a line on stderr says how many more match)")
     p.add_argument("--format", **_formats(list(LIST_FORMATS)))
 
     p = _add(sub, "show", cmd_show, "show one trace: question, steps, answer",

@@ -14,7 +14,7 @@ from typing import IO, Any, TypeVar, cast
 from .. import settings
 from ..errors import StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
-from ..read.model import TYPES, TraceNotFound
+from ..read.model import STATUS_NAMES, TYPES, SessionFilter, TraceNotFound, check_bound
 from ..read.queries import QueryRefused, check_query, run_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import LIST_FORMATS, TRACE_FORMATS, Shown, render_trace
@@ -29,18 +29,37 @@ T = TypeVar("T")
 
 
 
+DEFAULT_LIMIT = 50
+"""Sessions ``list`` shows unless ``--limit`` says otherwise (a line then says how many more match)."""
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     kind = TYPES[args.type] if args.type else None
     collection = option(args, settings.COLLECTION)
+    for name in ("since", "until"):
+        try:
+            check_bound(f"--{name}", getattr(args, name))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    where = SessionFilter(since=args.since, until=args.until, text=args.text,
+                          status=STATUS_NAMES[args.status] if args.status else None,
+                          tool=args.tool, agent=args.agent, model=args.model)
+    filtered = any((kind, collection is not None, args.since, args.until, args.text, args.status, args.tool,
+                    args.agent, args.model))
+    limit = args.limit or DEFAULT_LIMIT
     with Reading(args) as store:
         reader = TraceReader(store)
-        rows = reader.sessions(kind=kind, collection=collection, limit=args.limit)
-        if not rows and args.format == "table" and (kind or collection is not None):
+        rows = reader.sessions(kind=kind, collection=collection, where=where, limit=limit)
+        more = reader.count_sessions(kind=kind, collection=collection, where=where) - len(rows) \
+            if len(rows) == limit else 0
+        if not rows and args.format == "table" and filtered:
             found = " ".join(filter(None, (f"of type {args.type}" if kind else "",
                                            _in_collection(args, reader, collection))))
-            write(f"{EMPTY.rstrip('.')} {found}.\n", None)
+            write(f"{EMPTY.rstrip('.')} {found or 'matching the filters'}.\n", None)
             return 0
     write(LIST_FORMATS[args.format](rows), None)
+    if more > 0 and args.format == "table":
+        print(f"({more} more: --limit N shows more)", file=sys.stderr)
     return 0
 
 

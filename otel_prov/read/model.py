@@ -16,6 +16,8 @@ TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
 """``--type`` values and the type names shown."""
 
 COMPLETE, UNFINISHED, FAILED = "complete", "unfinished", "error"
+STATUS_NAMES = {"complete": COMPLETE, "failed": FAILED, "unfinished": UNFINISHED}
+"""The statuses as a filter names them (a failed session's status is shown as ``error``)."""
 NOT_CAPTURED = "notCaptured"
 """The local name of ``otelprov:notCaptured``: what a node's span did not record."""
 REDACTED = "redacted"
@@ -134,6 +136,16 @@ class SessionFilter:
     since: str | None = None
     until: str | None = None
     text: str | None = None
+    """Words any recorded text of the session holds: its question, a thought, an action, arguments,
+    an observation, the answer, a retrieved or synthesised text (case ignored)."""
+    status: str | None = None
+    """``complete``, ``failed`` or ``unfinished``."""
+    tool: str | None = None
+    """A tool one of its steps called (its name, exactly)."""
+    agent: str | None = None
+    """The agent's name (exactly)."""
+    model: str | None = None
+    """A model one of its steps called (its name, exactly)."""
 
     @property
     def since_bound(self) -> str:

@@ -67,8 +67,9 @@ class TraceReader:
         failed or ran an agent is then read from its own steps only (a step counts for the nearest
         Question above it, so a sub-trace's steps are its own)."""
         clause = _where(kind, collection, where)
-        page = f"LIMIT {int(limit)}" if limit is not None else ""
-        if offset:
+        status = where.status if where is not None else None
+        page = f"LIMIT {int(limit)}" if limit is not None and status is None else ""
+        if offset and status is None:
             page += f" OFFSET {int(offset)}"
         rows = self.select(f"""
 SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?sub)
@@ -84,16 +85,21 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
             found = summary.marks
             type_ = (type_from_iri(q) or SUBTYPES.get(row.get("sub", ""))
                      or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
-            status = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
+            status_ = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
             steps = summary.analyses if type_ == AGENT else summary.retrievals
             sessions.append(SessionRow(q, type_, row.get("query", ""), row.get("time", ""),
-                                       row.get("trace"), row.get("coll"), status, steps,
+                                       row.get("trace"), row.get("coll"), status_, steps,
                                        summary.duration_ms))
+        if status is not None:  # known once each session's steps are read: kept, then paged, here
+            sessions = [s for s in sessions if s.status == status]
+            sessions = sessions[offset:] if limit is None else sessions[offset:offset + limit]
         return sessions
 
     def count_sessions(self, *, kind: str | None = None, collection: str | None = None,
                        where: SessionFilter | None = None) -> int:
         """How many top-level sessions :meth:`sessions` would list without a limit."""
+        if where is not None and where.status is not None:
+            return len(self.sessions(kind=kind, collection=collection, where=where))
         rows = self.select(f"""
 SELECT (COUNT(DISTINCT ?q) AS ?n) WHERE {{
   {_LISTED}
@@ -312,7 +318,18 @@ def _where(kind: str | None, collection: str | None, where: SessionFilter | None
         tests.append(f"?coll0 = {literal(collection)}")
     if where is not None:
         if where.text:
-            tests.append(f"CONTAINS(LCASE(STR(?query0)), LCASE({literal(where.text)}))")
+            words = f"LCASE({literal(where.text)})"
+            tests.append(f"""(CONTAINS(LCASE(STR(?query0)), {words}) || EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{
+    ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q .
+    ?n tg:thought|tg:action|tg:arguments|tg:observation|tg:answer|tg:content|tg:reasoning ?said .
+    FILTER(CONTAINS(LCASE(STR(?said)), {words})) }} }})""")
+        for value, predicate in ((where.tool, "tg:action"), (where.model, "tg:llmModel")):
+            if value:
+                tests.append(f"""EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{
+    ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q . ?n {predicate} {literal(value)} }} }}""")
+        if where.agent:
+            agent = literal(where.agent)
+            tests.append(f"EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q otelprov:agentName {agent} }} }}")
         if where.since:
             tests.append(f"STR(?time0) >= {literal(where.since_bound)}")
         if where.until:

@@ -41,7 +41,7 @@ from starlette.templating import Jinja2Templates
 from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
-from ..read.model import TYPES, SessionFilter, TraceNotFound, TraceStep, check_bound, format_ms
+from ..read.model import STATUS_NAMES, TYPES, SessionFilter, TraceNotFound, TraceStep, check_bound, format_ms
 from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import TraceReader
 from ..render import FORMAT_ALIASES, TRACE_FORMATS, Shown, render_trace
@@ -162,18 +162,21 @@ class View:
         """The request's filters as given, and as :meth:`TraceReader.sessions` takes them;
         :class:`BadParameter` for a value that means nothing (as the CLI refuses it)."""
         params = request.query_params
-        wanted = {"type": params.get("type", ""), "collection": params.get("collection", ""),
-                  "since": params.get("since", ""), "until": params.get("until", ""),
-                  "q": params.get("q", "")}
+        wanted = {name: params.get(name, "") for name in FILTERS}
         if wanted["type"] and wanted["type"].lower() not in TYPES:
             raise BadParameter(f"type={wanted['type'][:40]!r}: one of {', '.join(sorted(TYPES))}")
+        if wanted["status"] and wanted["status"] not in STATUSES:
+            raise BadParameter(f"status={wanted['status'][:40]!r}: one of {', '.join(STATUSES)}")
         for name in ("since", "until"):
             try:
                 check_bound(name, wanted[name])
             except ValueError as exc:
                 raise BadParameter(str(exc)) from None
         where = SessionFilter(since=wanted["since"] or None, until=wanted["until"] or None,
-                              text=wanted["q"].strip() or None)
+                              text=wanted["q"].strip() or None,
+                              status=STATUS_NAMES.get(wanted["status"]),
+                              tool=wanted["tool"] or None, agent=wanted["agent"] or None,
+                              model=wanted["model"] or None)
         return wanted, {"kind": TYPES.get(wanted["type"].lower()),
                         "collection": wanted["collection"] or None, "where": where}
 
@@ -194,7 +197,7 @@ class View:
                 collections = reader.collections()
                 stamp = reader.stamp()  # of what this page shows: live refresh starts from it
         except StoreNotFound as exc:
-            empty = dict.fromkeys(("type", "collection", "since", "until", "q"), "")
+            empty = dict.fromkeys(FILTERS, "")
             return self.page(request, "list.html", nav="sessions", missing=str(exc), rows=[], total=0,
                              all_count=0, wanted=empty, collections=[], types=TYPES, pages=None,
                              stamp="none")
@@ -399,7 +402,7 @@ class View:
     def api_index(self, request: Request) -> Response:
         return JSONResponse({"endpoints": {
             "/api/sessions": "sessions, newest first: ?type=agent|graphrag|docrag&collection=&since=&until="
-                             "&q=&offset=&limit=",
+                             "&q=&status=complete|failed|unfinished&tool=&agent=&model=&offset=&limit=",
             "/api/sessions/{iri}": "one session (the same JSON as 'otel-prov show --format json')",
             "/api/trace/{trace_id}": "the session recorded from a Jaeger trace id",
             "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated)",
@@ -408,6 +411,9 @@ class View:
 
 
 CROSS_SITE = "query not run: the request came from a page of another site"
+FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent", "model")
+"""The list's and the API's filters (query parameters)."""
+STATUSES = ("complete", "failed", "unfinished")
 
 
 class _TooLarge(Exception):

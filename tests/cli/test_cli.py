@@ -616,7 +616,7 @@ def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
     assert r.out.count("Collection: demo") == 3
 
 
-SUBCOMMANDS = ["list", "show", "export", "query", "demo"]
+SUBCOMMANDS = ["list", "show", "export", "query", "check", "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
@@ -629,7 +629,7 @@ def test_help(command: str | None, capsysbinary: Any) -> None:
     if command is None:
         for name in SUBCOMMANDS:
             assert name in out
-    if command in ("list", "show", "export", "query"):
+    if command in ("list", "show", "export", "query", "check"):
         assert "--store" in out and "OTEL_PROV_STORE" in out
 
 
@@ -998,3 +998,28 @@ def test_the_list_table_lines_up_wide_characters() -> None:
 
     assert len({separators(line) for line in lines[2:]}) == 1 and separators(lines[2])
     assert all(display_width(cell.strip()) <= 45 for line in lines[2:] for cell in line.split(" | ")[2:3])
+
+
+def test_list_filters_by_status_text_tool_and_time(filled: Filled, capsysbinary: Any) -> None:
+    """Filters everywhere: status, words of any recorded text (not only the question), a tool, a time
+    range; a default limit with a line saying how many more match; bad values refused in one line."""
+    store = str(filled.path)
+
+    def ids(*argv: str) -> set[str]:
+        r = cli(capsysbinary, "list", "--store", store, "--format", "json", *argv)
+        assert r.code == 0, r.err
+        return {row["id"] for row in json.loads(r.out)}
+
+    everything = ids()
+    assert ids("--status", "unfinished") == {filled.unfinished}
+    assert ids("--status", "failed") == {filled.failed}
+    assert filled.agent.explain_id in ids("--status", "complete")
+    # "19949.2" is only in a tool's observation of the agent session, never in a question.
+    assert ids("--text", "19949.2") == {filled.agent.explain_id}
+    assert filled.agent.explain_id in ids("--tool", "calculator")
+    assert ids("--tool", "no_such_tool") == set()
+    assert ids("--since", "2000-01-01") == everything and ids("--until", "2000-01-01") == set()
+    r = cli(capsysbinary, "list", "--store", store, "--limit", "2")
+    assert r.code == 0 and f"({len(everything) - 2} more: --limit N shows more)" in r.err
+    one_error_line(cli(capsysbinary, "list", "--store", store, "--since", "yesterday"),
+                   "--since='yesterday': expected an ISO 8601 time", code=2)

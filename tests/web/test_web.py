@@ -776,3 +776,20 @@ def test_a_long_observation_starts_folded(tmp_path: Path) -> None:
     assert folded in page
     assert "row 19" in page  # the whole text is on the page, folded
     assert '<div class="text observation">one line</div>' in page
+
+
+def test_the_list_and_the_api_filter_by_status_text_and_tool(view: str, recorded: Recorded) -> None:
+    """The same filters as the CLI's: status, words of any recorded text, a tool (a model, an agent)."""
+    def ids(**params: str) -> set[str]:
+        r = get(view + "/api/sessions", params=params)
+        assert r.status_code == 200, r.text
+        return {row["id"] for row in r.json()["sessions"]}
+
+    assert ids(status="unfinished") == {recorded.unfinished}
+    assert ids(status="failed") == {recorded.failed}
+    assert ids(q="19949.2") == {recorded.agent.explain_id}  # only in an observation
+    assert recorded.agent.explain_id in ids(tool="calculator") and ids(tool="nothing") == set()
+    assert get(view + "/api/sessions", params={"status": "broken"}).status_code == 400
+    page = get(view + "/", params={"status": "unfinished"}).text
+    assert recorded.unfinished in page and recorded.agent.explain_id not in page
+    assert 'name="tool"' in page and 'name="status"' in page
