@@ -348,3 +348,56 @@ def _nearest(node: str, questions: set[str], up: dict[str, list[str]]) -> str | 
         frontier = [o for n in frontier for o in up.get(n, ()) if o not in seen]
         seen.update(frontier)
     return None
+
+
+@dataclass
+class Dashboard:
+    """Many runs at once (``/dashboard``): over the sessions a filter keeps."""
+
+    sessions: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_day: list[tuple[str, int, int]] = field(default_factory=list)
+    """(day, sessions, of which failed or unfinished), oldest first."""
+    tools: list[tuple[str, int]] = field(default_factory=list)
+    """Tool name -> calls, most used first."""
+    models: list[tuple[str, int, int, int]] = field(default_factory=list)
+    """Model -> (calls, input tokens, output tokens), most used first."""
+    slowest: list[SessionRow] = field(default_factory=list)
+
+
+DASHBOARD_SESSIONS = 20_000
+"""The most sessions one dashboard reads (the newest; it says so when there are more)."""
+
+
+def dashboard(reader: TraceReader, *, collection: str | None = None, where: SessionFilter | None = None,
+              top: int = 10) -> Dashboard:
+    """The dashboard of the sessions ``where`` keeps (of ``collection``): counts by status and by day,
+    the slowest, and the tools and models their steps called (with tokens)."""
+    rows = reader.sessions(collection=collection, where=where, limit=DASHBOARD_SESSIONS)
+    found = Dashboard(sessions=len(rows))
+    days: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        found.by_status[row.status] = found.by_status.get(row.status, 0) + 1
+        day = days[(row.time or "unknown")[:10]]
+        day[0] += 1
+        day[1] += row.status != COMPLETE
+    found.by_day = [(d, n, bad) for d, (n, bad) in sorted(days.items())]
+    timed = [r for r in rows if r.duration_ms is not None]
+    found.slowest = sorted(timed, key=lambda r: -(r.duration_ms or 0))[:top]
+    if not rows:
+        return found
+    values = " ".join(f"<{row.id}>" for row in rows)
+    tools = reader.select(f"""
+SELECT ?tool (COUNT(?n) AS ?calls) WHERE {{ VALUES ?q {{ {values} }} GRAPH <{GRAPH_RETRIEVAL}> {{
+  ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q . ?n tg:action ?tool }} }}
+GROUP BY ?tool ORDER BY DESC(?calls) ?tool LIMIT {top}""")
+    found.tools = [(r["tool"], int(r["calls"])) for r in tools if "tool" in r]
+    models = reader.select(f"""
+SELECT ?model (COUNT(?n) AS ?calls) (SUM(?i) AS ?in) (SUM(?o) AS ?out) WHERE {{ VALUES ?q {{ {values} }}
+  GRAPH <{GRAPH_RETRIEVAL}> {{ ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q . ?n tg:llmModel ?model .
+  OPTIONAL {{ ?n tg:inToken ?i0 }} OPTIONAL {{ ?n tg:outToken ?o0 }} }}
+  BIND(COALESCE(xsd:integer(?i0), 0) AS ?i) BIND(COALESCE(xsd:integer(?o0), 0) AS ?o) }}
+GROUP BY ?model ORDER BY DESC(?calls) ?model LIMIT {top}""")
+    found.models = [(r["model"], int(r["calls"]), int(float(r.get("in", 0))), int(float(r.get("out", 0))))
+                    for r in models if "model" in r]
+    return found

@@ -61,3 +61,19 @@ def _step_dict(step: TraceStep, jaeger: str | None) -> dict[str, Any]:
 
 def trace_json(trace: Trace, jaeger: str | None = None) -> str:
     return json.dumps(trace_dict(trace, jaeger), indent=2, ensure_ascii=False) + "\n"
+
+
+CSV_COLUMNS = ("id", "type", "question", "time", "traceId", "collection", "status", "steps", "durationMs")
+
+
+def sessions_csv(rows: Sequence[SessionRow]) -> str:
+    """The list as CSV (a header, then one row per session; the JSON's keys as columns)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in session_dicts(rows):
+        writer.writerow(["" if row.get(c) is None else row[c] for c in CSV_COLUMNS])
+    return out.getvalue()

@@ -43,9 +43,9 @@ from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
 from ..read.model import STATUS_NAMES, TYPES, SessionFilter, TraceNotFound, TraceStep, check_bound, format_ms
 from ..read.queries import QueryRefused, check_query, syntax_message
-from ..read.reader import TraceReader
+from ..read.reader import DASHBOARD_SESSIONS, Dashboard, TraceReader, dashboard
 from ..render import FORMAT_ALIASES, TRACE_FORMATS, Shown, render_trace
-from ..render.data import session_dicts, trace_dict
+from ..render.data import session_dicts, sessions_csv, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
 from ..render.text import HIDDEN, chunk_text, question_text, term, visible
@@ -226,8 +226,47 @@ class View:
                 total = reader.count_sessions(**filters)
         except StoreNotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
+        fmt = request.query_params.get("format", "json")
+        if fmt == "csv":  # the list as a spreadsheet reads it
+            return Response(sessions_csv(rows), media_type="text/csv; charset=utf-8",
+                            headers={"Content-Disposition": 'attachment; filename="sessions.csv"'})
+        if fmt != "json":
+            return JSONResponse({"error": f"format={fmt[:40]!r}: json or csv"}, status_code=400)
         return JSONResponse({"sessions": session_dicts(rows), "total": total, "offset": offset,
                              "limit": limit})
+
+    def _dashboard(self, request: Request) -> Dashboard:
+        _, filters = self._filters(request)
+        with self.store() as store:
+            return dashboard(TraceReader(store), collection=filters["collection"], where=filters["where"])
+
+    def dashboard_page(self, request: Request) -> Response:
+        try:
+            wanted, _ = self._filters(request)
+            board = self._dashboard(request)
+        except BadParameter as exc:
+            return self.problem(request, 400, "Bad filter", str(exc))
+        except StoreNotFound as exc:
+            return self.problem(request, 404, "No store yet", str(exc))
+        busiest = max((n for _, n, _ in board.by_day), default=1)
+        query = urlencode({k: v for k, v in wanted.items() if v})
+        return self.page(request, "dashboard.html", nav="dashboard", board=board, wanted=wanted,
+                         busiest=busiest, query=query, limit=DASHBOARD_SESSIONS)
+
+    def api_dashboard(self, request: Request) -> Response:
+        try:
+            board = self._dashboard(request)
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except StoreNotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse({
+            "sessions": board.sessions, "byStatus": board.by_status,
+            "byDay": [{"day": d, "sessions": n, "failedOrUnfinished": bad} for d, n, bad in board.by_day],
+            "tools": [{"tool": t, "calls": n} for t, n in board.tools],
+            "models": [{"model": m, "calls": n, "inputTokens": i, "outputTokens": o}
+                       for m, n, i, o in board.models],
+            "slowest": session_dicts(board.slowest)})
 
     def api_changes(self, request: Request) -> Response:
         """A stamp that changes whenever the graph does (what the pages poll to refresh)."""
@@ -386,9 +425,15 @@ class View:
                                 status_code=400)
         if _from_another_site(request):
             return JSONResponse({"error": CROSS_SITE}, status_code=403)
+        fmt = request.query_params.get("format", "json")
+        if fmt not in ("json", "csv"):
+            return JSONResponse({"error": f"format={fmt[:40]!r}: json or csv"}, status_code=400)
         result, cut, error, status = await _in_thread(self._run, text)
         if result is None:
             return JSONResponse({"error": error}, status_code=status)
+        if fmt == "csv" and result.kind != "graph":
+            return Response(render_result(result, "csv"), media_type="text/csv; charset=utf-8",
+                            headers={"Content-Disposition": 'attachment; filename="results.csv"'})
         body = render_result(result, "json")
         if result.kind == "graph":
             return Response(body, media_type="application/n-triples")
@@ -405,8 +450,12 @@ class View:
                              "&q=&status=complete|failed|unfinished&tool=&agent=&model=&offset=&limit=",
             "/api/sessions/{iri}": "one session (the same JSON as 'otel-prov show --format json')",
             "/api/trace/{trace_id}": "the session recorded from a Jaeger trace id",
-            "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated)",
+            "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated); "
+                                  "&format=csv: CSV",
             "/api/changes": "a stamp that changes whenever the store does",
+            "/api/dashboard": "many runs at once: counts by status and day, tools, models and tokens, the "
+                              "slowest (the list's filters)",
+            "/api/sessions?format=csv": "the list as CSV",
         }, "docs": "docs/ui.md"})
 
 
@@ -533,6 +582,8 @@ def create_app(config: UiSettings) -> Starlette:
         Route("/api/trace/{trace_id}", view.api_trace),
         Route("/api/sparql", view.api_sparql, methods=["GET", "POST"]),
         Route("/api/changes", view.api_changes),
+        Route("/dashboard", view.dashboard_page),
+        Route("/api/dashboard", view.api_dashboard),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
 

@@ -3,8 +3,9 @@
 
     .venv/bin/python -m tests.support.screenshots [DIR]     # default docs/images/
 
-Writes ui-list.png (the sessions), ui-session.png (the agent session's page), ui-picture.png (its
-provenance picture) and ui-jaeger.png (its trace in Jaeger, with the link back)."""
+Writes ui-list.png (the sessions), ui-session.png (the agent session's page), ui-timeline.png (its
+timeline), ui-picture.png (its provenance picture), ui-dashboard.png (the dashboard) and ui-jaeger.png
+(its trace in Jaeger, with the link back)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def main(out: Path) -> None:
         page.locator("#picture svg").wait_for()
         page.screenshot(path=str(out / "ui-session.png"))
         page.locator("#picture").screenshot(path=str(out / "ui-picture.png"))
+        page.locator("#timeline").screenshot(path=str(out / "ui-timeline.png"))
+        page.goto(stack.ui + "/dashboard")
+        page.locator("#tools").wait_for()
+        page.screenshot(path=str(out / "ui-dashboard.png"))
         stack.trace_in_jaeger(row["traceId"])
         page.set_viewport_size({"width": 1280, "height": 560})
         page.goto(f"{stack.jaeger}/trace/{row['traceId']}")
@@ -41,7 +46,8 @@ def main(out: Path) -> None:
         page.get_by_text("invoke_agent").first.wait_for()
         page.screenshot(path=str(out / "ui-jaeger.png"))
         browser.close()
-    for name in ("ui-list.png", "ui-session.png", "ui-picture.png", "ui-jaeger.png"):
+    for name in ("ui-list.png", "ui-session.png", "ui-timeline.png", "ui-picture.png", "ui-dashboard.png",
+                 "ui-jaeger.png"):
         print(out / name)
 
 

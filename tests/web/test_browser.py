@@ -148,6 +148,21 @@ def test_session_timeline(page: Any, view: str, recorded: Recorded, shots: Path)
     assert page.problems == []
 
 
+def test_dashboard(page: Any, view: str, shots: Path) -> None:
+    page.goto(view + "/dashboard")
+    page.locator("#tools").wait_for()
+    assert page.locator("#by-day li").count() >= 1
+    assert "calculator" in page.locator("#tools").inner_text()
+    assert page.locator("#slowest tbody tr").count() >= 3
+    page.locator("#tools a").first.click()  # a tool's row lists the sessions that called it
+    page.locator("table.sessions").wait_for()
+    assert "tool=" in page.url
+    page.goto(view + "/dashboard")
+    no_horizontal_scroll(page)
+    snap(page, shots, "dashboard.png", full_page=True)
+    assert page.problems == []
+
+
 def test_hostile_session_runs_nothing_and_wraps(page: Any, view: str, recorded: Recorded,
                                                 shots: Path) -> None:
     page.goto(view + session_url(recorded.hostile))

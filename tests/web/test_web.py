@@ -4,6 +4,7 @@ spans, and plain HTTP requests (the browser tests are in test_browser.py)."""
 from __future__ import annotations
 
 import html
+import io
 import json
 import os
 import re
@@ -793,3 +794,28 @@ def test_the_list_and_the_api_filter_by_status_text_and_tool(view: str, recorded
     page = get(view + "/", params={"status": "unfinished"}).text
     assert recorded.unfinished in page and recorded.agent.explain_id not in page
     assert 'name="tool"' in page and 'name="status"' in page
+
+
+def test_the_dashboard_and_the_downloads(view: str, recorded: Recorded) -> None:
+    """Many runs at once: counts by status, sessions over time, tools used, the slowest; the list as
+    CSV; SPARQL results as CSV, linked from the SPARQL page."""
+    import csv
+
+    board = get(view + "/api/dashboard").json()
+    listed = get(view + "/api/sessions", params={"limit": 1000}).json()
+    assert board["sessions"] == listed["total"]
+    assert board["byStatus"]["unfinished"] == 1 and board["byStatus"]["error"] == 1
+    assert sum(d["sessions"] for d in board["byDay"]) == board["sessions"]
+    calls = {t["tool"]: t["calls"] for t in board["tools"]}
+    assert calls["calculator"] >= 1 and calls == dict(sorted(calls.items(), key=lambda kv: -kv[1]))
+    slow = [s["durationMs"] for s in board["slowest"]]
+    assert slow == sorted(slow, reverse=True) and len(slow) <= 10
+    page = get(view + "/dashboard")
+    assert page.status_code == 200 and 'id="tools"' in page.text and "calculator" in page.text
+    assert get(view + "/api/dashboard", params={"since": "nope"}).status_code == 400
+    rows = list(csv.DictReader(io.StringIO(get(view + "/api/sessions", params={"format": "csv"}).text)))
+    assert {r["id"] for r in rows} == {s["id"] for s in get(view + "/api/sessions").json()["sessions"]}
+    query = "SELECT ?q ?text WHERE { ?q a tg:Question ; tg:query ?text } ORDER BY ?q"
+    results = get(view + "/api/sparql", params={"query": query, "format": "csv"})
+    assert results.headers["content-type"].startswith("text/csv") and results.text.startswith("q,text")
+    assert 'id="download-csv"' in requests.post(view + "/sparql", data={"query": query}, timeout=30).text
