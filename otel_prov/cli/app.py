@@ -20,7 +20,7 @@ from typing import Any
 from .. import settings
 from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL
-from ..read.model import TYPES, TraceNotFound
+from ..read.model import SORTS, TYPES, TraceNotFound
 from ..render import FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool", metavar="NAME", help="only sessions that called this tool")
     p.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
     p.add_argument("--model", metavar="NAME", help="only sessions that called this model")
+    p.add_argument("--sort", choices=SORTS, default="time",
+                   help="time (newest first, the default), duration (longest first), steps (most first), "
+                        "status (failed, unfinished, complete)")
     p.add_argument("--limit", type=_positive, metavar="N",
                    help="at most N sessions (default 50; a line on stderr says how many more match)")
     p.add_argument("--format", **_formats(list(LIST_FORMATS)))

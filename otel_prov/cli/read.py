@@ -43,7 +43,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     where = SessionFilter(since=args.since, until=args.until, text=args.text,
                           status=STATUS_NAMES[args.status] if args.status else None,
-                          tool=args.tool, agent=args.agent, model=args.model)
+                          tool=args.tool, agent=args.agent, model=args.model, sort=args.sort)
     filtered = any((kind, collection is not None, args.since, args.until, args.text, args.status, args.tool,
                     args.agent, args.model))
     limit = args.limit or DEFAULT_LIMIT

@@ -17,6 +17,8 @@ TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
 
 COMPLETE, UNFINISHED, FAILED = "complete", "unfinished", "error"
 STATUS_NAMES = {"complete": COMPLETE, "failed": FAILED, "unfinished": UNFINISHED}
+SORTS = ("time", "duration", "steps", "status")
+"""The orders a listing can be sorted in (:attr:`SessionFilter.sort`)."""
 """The statuses as a filter names them (a failed session's status is shown as ``error``)."""
 NOT_CAPTURED = "notCaptured"
 """The local name of ``otelprov:notCaptured``: what a node's span did not record."""
@@ -146,6 +148,9 @@ class SessionFilter:
     """The agent's name (exactly)."""
     model: str | None = None
     """A model one of its steps called (its name, exactly)."""
+    sort: str = "time"
+    """The order: ``time`` (newest first), ``duration`` (longest first), ``steps`` (most first),
+    ``status`` (failed, unfinished, complete)."""
 
     @property
     def since_bound(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model.iris import QUESTION_PREFIXES
 from ..model.terms import literal
@@ -48,6 +49,14 @@ MARKS_PER_QUESTION_UP_TO = 200
 """Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
 
 
+_STATUS_ORDER = {FAILED: 0, UNFINISHED: 1, COMPLETE: 2}
+_SORT_KEYS: dict[str, Any] = {
+    "duration": lambda r: -(r.duration_ms if r.duration_ms is not None else -1),
+    "steps": lambda r: -(r.steps if r.steps is not None else -1),
+    "status": lambda r: _STATUS_ORDER.get(r.status, 3),
+}
+
+
 class TraceReader:
     """Queries over one open store."""
 
@@ -68,8 +77,10 @@ class TraceReader:
         Question above it, so a sub-trace's steps are its own)."""
         clause = _where(kind, collection, where)
         status = where.status if where is not None else None
-        page = f"LIMIT {int(limit)}" if limit is not None and status is None else ""
-        if offset and status is None:
+        sort = where.sort if where is not None else "time"
+        in_python = status is not None or sort != "time"  # known once each session's steps are read
+        page = f"LIMIT {int(limit)}" if limit is not None and not in_python else ""
+        if offset and not in_python:
             page += f" OFFSET {int(offset)}"
         rows = self.select(f"""
 SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?sub)
@@ -90,8 +101,11 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
             sessions.append(SessionRow(q, type_, row.get("query", ""), row.get("time", ""),
                                        row.get("trace"), row.get("coll"), status_, steps,
                                        summary.duration_ms))
-        if status is not None:  # known once each session's steps are read: kept, then paged, here
-            sessions = [s for s in sessions if s.status == status]
+        if in_python:  # kept, sorted (stably: newest first among equals), then paged, here
+            if status is not None:
+                sessions = [s for s in sessions if s.status == status]
+            if sort != "time":
+                sessions.sort(key=_SORT_KEYS[sort])
             sessions = sessions[offset:] if limit is None else sessions[offset:offset + limit]
         return sessions
 

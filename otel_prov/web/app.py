@@ -41,7 +41,16 @@ from starlette.templating import Jinja2Templates
 from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
 from ..read.graph import step_summary, step_title
-from ..read.model import STATUS_NAMES, TYPES, SessionFilter, TraceNotFound, TraceStep, check_bound, format_ms
+from ..read.model import (
+    SORTS,
+    STATUS_NAMES,
+    TYPES,
+    SessionFilter,
+    TraceNotFound,
+    TraceStep,
+    check_bound,
+    format_ms,
+)
 from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import DASHBOARD_SESSIONS, Dashboard, TraceReader, dashboard
 from ..render import FORMAT_ALIASES, TRACE_FORMATS, Shown, render_trace
@@ -165,6 +174,8 @@ class View:
         wanted = {name: params.get(name, "") for name in FILTERS}
         if wanted["type"] and wanted["type"].lower() not in TYPES:
             raise BadParameter(f"type={wanted['type'][:40]!r}: one of {', '.join(sorted(TYPES))}")
+        if wanted["sort"] and wanted["sort"] not in SORTS:
+            raise BadParameter(f"sort={wanted['sort'][:40]!r}: one of {', '.join(SORTS)}")
         if wanted["status"] and wanted["status"] not in STATUSES:
             raise BadParameter(f"status={wanted['status'][:40]!r}: one of {', '.join(STATUSES)}")
         for name in ("since", "until"):
@@ -176,7 +187,7 @@ class View:
                               text=wanted["q"].strip() or None,
                               status=STATUS_NAMES.get(wanted["status"]),
                               tool=wanted["tool"] or None, agent=wanted["agent"] or None,
-                              model=wanted["model"] or None)
+                              model=wanted["model"] or None, sort=wanted["sort"] or "time")
         return wanted, {"kind": TYPES.get(wanted["type"].lower()),
                         "collection": wanted["collection"] or None, "where": where}
 
@@ -447,7 +458,8 @@ class View:
     def api_index(self, request: Request) -> Response:
         return JSONResponse({"endpoints": {
             "/api/sessions": "sessions, newest first: ?type=agent|graphrag|docrag&collection=&since=&until="
-                             "&q=&status=complete|failed|unfinished&tool=&agent=&model=&offset=&limit=",
+                             "&q=&status=complete|failed|unfinished&tool=&agent=&model="
+                             "&sort=time|duration|steps|status&offset=&limit=",
             "/api/sessions/{iri}": "one session (the same JSON as 'otel-prov show --format json')",
             "/api/trace/{trace_id}": "the session recorded from a Jaeger trace id",
             "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated); "
@@ -460,7 +472,7 @@ class View:
 
 
 CROSS_SITE = "query not run: the request came from a page of another site"
-FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent", "model")
+FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent", "model", "sort")
 """The list's and the API's filters (query parameters)."""
 STATUSES = ("complete", "failed", "unfinished")
 

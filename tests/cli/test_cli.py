@@ -1023,3 +1023,21 @@ def test_list_filters_by_status_text_tool_and_time(filled: Filled, capsysbinary:
     assert r.code == 0 and f"({len(everything) - 2} more: --limit N shows more)" in r.err
     one_error_line(cli(capsysbinary, "list", "--store", store, "--since", "yesterday"),
                    "--since='yesterday': expected an ISO 8601 time", code=2)
+
+
+def test_list_sorts_by_duration_steps_and_status(filled: Filled, capsysbinary: Any) -> None:
+    store = str(filled.path)
+
+    def rows(*argv: str) -> list[dict[str, Any]]:
+        r = cli(capsysbinary, "list", "--store", store, "--format", "json", *argv)
+        assert r.code == 0, r.err
+        return list(json.loads(r.out))
+
+    durations = [r["durationMs"] for r in rows("--sort", "duration") if r["durationMs"] is not None]
+    assert durations == sorted(durations, reverse=True) and len(durations) >= 3
+    steps = [r["steps"] for r in rows("--sort", "steps") if r["steps"] is not None]
+    assert steps == sorted(steps, reverse=True)
+    statuses = [r["status"] for r in rows("--sort", "status")]
+    assert statuses[:2] == ["error", "unfinished"] and set(statuses[2:]) == {"complete"}
+    longest = rows("--sort", "duration")[0]["id"]
+    assert [r["id"] for r in rows("--sort", "duration", "--limit", "1")] == [longest]

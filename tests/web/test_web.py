@@ -819,3 +819,13 @@ def test_the_dashboard_and_the_downloads(view: str, recorded: Recorded) -> None:
     results = get(view + "/api/sparql", params={"query": query, "format": "csv"})
     assert results.headers["content-type"].startswith("text/csv") and results.text.startswith("q,text")
     assert 'id="download-csv"' in requests.post(view + "/sparql", data={"query": query}, timeout=30).text
+
+
+def test_the_list_sorts_by_its_columns(view: str) -> None:
+    api = get(view + "/api/sessions", params={"sort": "duration"}).json()["sessions"]
+    durations = [s["durationMs"] for s in api if s["durationMs"] is not None]
+    assert durations == sorted(durations, reverse=True)
+    assert get(view + "/api/sessions", params={"sort": "size"}).status_code == 400
+    page = get(view + "/", params={"sort": "status", "type": "agent"}).text
+    assert html.unescape(page).count("/?sort=duration&type=agent") == 1  # the column keeps the filters
+    assert 'class="sort sorted"' in page
