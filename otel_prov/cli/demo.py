@@ -79,7 +79,11 @@ def run_demo(args: argparse.Namespace) -> int:
     """Progress goes to stderr, the ``list`` and ``show`` output to stdout."""
     collection = option(args, settings.COLLECTION) or "default"
     jaeger = option(args, settings.JAEGER_URL)
-    view = ui.config_from(args) if args.ui else None  # bad view options fail before anything runs
+    view: settings.UiSettings | None = None
+    view_flags = ("host", "port", "token", "query_timeout", "row_limit", "allowed_hosts")
+    if args.ui or any(getattr(args, name, None) is not None for name in view_flags):
+        view = ui.config_from(args)  # bad view options fail before anything runs, --ui or not
+    view = view if args.ui else None
     if view is not None:
         ui.check_address(view)  # and so does a port in use
     exporter = ProvSpanExporter(store=option(args, settings.STORE), profile=option(args, settings.PROFILE))

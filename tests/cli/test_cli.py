@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -1041,3 +1042,39 @@ def test_list_sorts_by_duration_steps_and_status(filled: Filled, capsysbinary: A
     assert statuses[:2] == ["error", "unfinished"] and set(statuses[2:]) == {"complete"}
     longest = rows("--sort", "duration")[0]["id"]
     assert [r["id"] for r in rows("--sort", "duration", "--limit", "1")] == [longest]
+
+
+def _value_flags() -> list[tuple[str, str]]:
+    """Every (subcommand, flag) whose value is checked: a choice, a number, a time, a URL, a store."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = []
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            flags = [o for o in action.option_strings if o.startswith("--")]
+            if not flags or action.nargs == 0 or flags[0] == "--help":
+                continue
+            if action.choices is not None or action.type is not None or flags[0] in (
+                    "--since", "--until", "--jaeger-url", "--store", "--profile", "--grpc-port", "--http-port",
+                    "--max-inflight", "--ack-timeout", "--drain-timeout", "--memory-budget", "--workers",
+                    "--max-attribute-bytes", "--port", "--query-timeout", "--row-limit"):
+                found.append((name, flags[0]))
+    return found
+
+
+@pytest.mark.parametrize("command,flag", _value_flags())
+def test_every_flag_refuses_a_bad_value_in_one_line(command: str, flag: str, tmp_path: Path) -> None:
+    """No traceback anywhere: every subcommand given a bad value of any flag it checks answers with its
+    own usage and one error line naming the flag, exit 2, before doing anything."""
+    bad = {"--store": "", "--jaeger-url": "not a url"}.get(flag, "bogus!")
+    argv = [command, flag, bad]
+    if command in ("show",):
+        argv.append("urn:trustgraph:agent:x")
+    if command == "query":
+        argv.append("ASK { ?s ?p ?o }")
+    env = {"XDG_DATA_HOME": str(tmp_path)}
+    run = _process(*argv, env=env)
+    assert run.returncode == 2, (argv, run.returncode, run.stderr[-400:])
+    assert "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert "error" in last and flag in last or bad in last, (argv, last)
