@@ -4,9 +4,12 @@
 #   bash collector-config/jaeger-ui.sh          # UI and API on 127.0.0.1:16686, OTLP on 4317/4318
 #   otel-prov demo --ui --otlp --jaeger-url http://127.0.0.1:16686
 #
-# A `go build` of Jaeger has no UI assets. This script unpacks a jaeger-ui build (a .tgz holding
-# build/index.html) and points Jaeger at it:
-#   JAEGER_UI_TGZ     the build archive (default: ../shared/vendor/jaeger-ui-1.76.0/jaeger-ui-build.tgz
+# A `go build` of Jaeger has no UI assets. This script unpacks a jaeger-ui build and points Jaeger at
+# it, or runs a Jaeger that has its UI:
+#   JAEGER_BIN        a Jaeger release binary (jaeger-2.x-linux-amd64.tar.gz from Jaeger's releases: its
+#                     UI is built in): run with the UI config only, nothing unpacked; else
+#   JAEGER_UI_TGZ     a jaeger-ui build or release archive (.tgz/.tar.gz holding index.html and static/
+#                     at any depth; default: ../shared/vendor/jaeger-ui-1.76.0/jaeger-ui-build.tgz
 #                     beside the repository, where this project's machines have it), or
 #   JAEGER_UI_ASSETS  an unpacked build directory (index.html + static/), used as it is.
 # Elsewhere, run the official image instead (jaegertracing/jaeger, which has the UI) and mount
@@ -23,11 +26,25 @@ WORK="${OTEL_PROV_JAEGER_UI_DIR:-$HOME/.cache/otel-prov/jaeger-ui}"
 UI_URL="${OTEL_PROV_UI_URL:-http://127.0.0.1:8080}"
 UI_URL="${UI_URL%/}"
 
+mkdir -p "$WORK"
+write_config() {  # the link of jaeger-ui.json, pointed at this web view (the file's default: 127.0.0.1:8080)
+  local escaped
+  escaped=$(printf '%s' "$UI_URL" | sed 's/[&#\\]/\\&/g')
+  sed "s#http://127.0.0.1:8080#$escaped#" "$HERE/jaeger-ui.json" > "$WORK/ui-config.json.tmp"
+  mv "$WORK/ui-config.json.tmp" "$WORK/ui-config.json"
+}
+if [ -n "${JAEGER_BIN:-}" ]; then  # a release binary: its UI is built in
+  [ -x "$JAEGER_BIN" ] || { echo "jaeger-ui.sh: JAEGER_BIN=$JAEGER_BIN is not an executable" >&2; exit 1; }
+  write_config
+  export JAEGER_UI_CONFIG="$WORK/ui-config.json"
+  echo "jaeger-ui.sh: Jaeger ($JAEGER_BIN) on http://${JAEGER_QUERY_HTTP_ENDPOINT:-127.0.0.1:16686}, linking to $UI_URL" >&2
+  exec "$JAEGER_BIN" --config "$HERE/jaeger.yaml"
+fi
 if [ ! -x "$BIN_DIR/jaeger" ]; then
-  echo "jaeger-ui.sh: no $BIN_DIR/jaeger: build it with 'bash collector-config/build-binaries.sh'" >&2
+  echo "jaeger-ui.sh: no $BIN_DIR/jaeger: build it with 'bash collector-config/build-binaries.sh'," \
+       "or give a release binary as JAEGER_BIN" >&2
   exit 1
 fi
-mkdir -p "$WORK"
 if [ -n "${JAEGER_UI_ASSETS:-}" ]; then
   ASSETS="$JAEGER_UI_ASSETS"
 else
@@ -43,21 +60,29 @@ else
          "with collector-config/jaeger-ui.json (docs/ui.md)" >&2
     exit 1
   fi
-  if [ ! -f "$WORK/build/index.html" ] || [ "$TGZ" -nt "$WORK/build/index.html" ]; then
-    rm -rf "$WORK/build"
-    tar -xzf "$TGZ" -C "$WORK"
-    touch "$WORK/build/index.html"
+  if [ ! -f "$WORK/ui/index.html" ] || [ "$TGZ" -nt "$WORK/ui/index.html" ]; then
+    rm -rf "$WORK/ui" "$WORK/unpacked"
+    mkdir -p "$WORK/unpacked"
+    tar -xzf "$TGZ" -C "$WORK/unpacked"
+    # A build (build/index.html) or a release archive (index.html deeper): the directory that holds
+    # index.html and static/.
+    FOUND=$(find "$WORK/unpacked" -maxdepth 6 -name index.html -exec dirname {} \; | while read -r d; do
+              [ -d "$d/static" ] && echo "$d"; done | head -n 1)
+    if [ -z "$FOUND" ]; then
+      echo "jaeger-ui.sh: $TGZ holds no index.html beside a static/ directory: not a jaeger-ui build" >&2
+      exit 1
+    fi
+    mv "$FOUND" "$WORK/ui"
+    rm -rf "$WORK/unpacked"
+    touch "$WORK/ui/index.html"
   fi
-  ASSETS="$WORK/build"
+  ASSETS="$WORK/ui"
 fi
 if [ ! -f "$ASSETS/index.html" ]; then
   echo "jaeger-ui.sh: $ASSETS has no index.html: not a jaeger-ui build" >&2
   exit 1
 fi
-# The link of jaeger-ui.json, pointed at this web view (the file's own default: 127.0.0.1:8080).
-ESCAPED=$(printf '%s' "$UI_URL" | sed 's/[&#\\]/\\&/g')
-sed "s#http://127.0.0.1:8080#$ESCAPED#" "$HERE/jaeger-ui.json" > "$WORK/ui-config.json.tmp"
-mv "$WORK/ui-config.json.tmp" "$WORK/ui-config.json"
+write_config
 
 export JAEGER_UI_ASSETS="$ASSETS" JAEGER_UI_CONFIG="$WORK/ui-config.json"
 echo "jaeger-ui.sh: Jaeger UI on http://${JAEGER_QUERY_HTTP_ENDPOINT:-127.0.0.1:16686}, linking to $UI_URL" >&2
