@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--file", "-f", metavar="FILE", help="read the query from FILE ('-': stdin)")
     p.add_argument("--format", choices=RESULT_FORMATS, default=RESULT_FORMATS[0],
-                   help="default: table (CONSTRUCT gives Turtle, or N-Triples with json/csv)")
+                   help="default: table (a CONSTRUCT gives Turtle; JSON-LD with json; "
+                        "subject,predicate,object rows with csv)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_QUERY_TIMEOUT, metavar="SECONDS",
                    help=f"give up after SECONDS (default {DEFAULT_QUERY_TIMEOUT:g}); Ctrl-C stops it at once")

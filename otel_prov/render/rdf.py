@@ -53,12 +53,16 @@ def triples_in_graph(triples: Iterable[TraceTriple], fmt: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"  # JSON-LD ends without one
 
 
-def graph_text(triples: Iterable[Triple], *, turtle: bool) -> bytes:
-    """Triples (a CONSTRUCT's result) as Turtle with our prefixes, or as N-Triples."""
+GRAPH_FORMATS = {"table": pyoxigraph.RdfFormat.TURTLE, "json": pyoxigraph.RdfFormat.JSON_LD}
+"""A CONSTRUCT's result in ``query``'s formats: Turtle for people, JSON-LD for ``json``."""
+
+
+def graph_text(triples: Iterable[Triple], fmt: str) -> bytes:
+    """Triples (a CONSTRUCT's result) in a :data:`GRAPH_FORMATS` format, with our prefixes."""
     items = [pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o in triples]
-    if turtle:
-        return pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.TURTLE, prefixes=PREFIXES) or b""
-    return pyoxigraph.serialize(items, format=pyoxigraph.RdfFormat.N_TRIPLES) or b""
+    rdf_format = GRAPH_FORMATS[fmt]
+    data = pyoxigraph.serialize(items, format=rdf_format, prefixes=PREFIXES) or b""
+    return data if not data or data.endswith(b"\n") else data + b"\n"  # JSON-LD ends without one
 
 
 def write_quads(quads: Iterable[QuadTerms], fmt: str, output: IO[bytes]) -> None:

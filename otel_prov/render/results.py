@@ -1,5 +1,6 @@
 """SPARQL query results (``otel-prov query``): a table for people, the standard SPARQL 1.1 JSON and
-CSV result formats for programs; a CONSTRUCT's triples as Turtle (table) or N-Triples."""
+CSV result formats for programs; a CONSTRUCT's triples as Turtle (table), JSON-LD (json) or CSV
+rows of subject, predicate and object (csv)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def render_result(result: QueryResult, fmt: str) -> str | bytes:
             return json.dumps({"head": {}, "boolean": result.boolean}) + "\n"
         return f"{str(result.boolean).lower()}\n"
     if result.kind == "graph":
-        return graph_text(result.triples, turtle=fmt == "table")
+        if fmt == "csv":
+            return _triples_csv(result)
+        return graph_text(result.triples, fmt)
     if fmt == "json":
         return _json(result)
     if fmt == "csv":
@@ -63,12 +66,25 @@ def _json(result: QueryResult) -> str:
     return json.dumps(document, ensure_ascii=False) + "\n"
 
 
+def _csv_value(term: Term) -> str:
+    return f"_:{term.value}" if term.kind == BNODE else term.value
+
+
+def _triples_csv(result: QueryResult) -> str:
+    """A CONSTRUCT's triples as CSV rows ``subject,predicate,object`` (the SPARQL CSV conventions)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["subject", "predicate", "object"])
+    for triple in result.triples:
+        writer.writerow([_csv_value(term) for term in triple])
+    return out.getvalue()
+
+
 def _csv(result: QueryResult) -> str:
     """SPARQL 1.1 Query Results CSV Format (CRLF line ends, blank nodes as ``_:label``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(result.variables)
     for row in result.rows:
-        writer.writerow(["" if name not in row else f"_:{row[name].value}" if row[name].kind == BNODE
-                         else row[name].value for name in result.variables])
+        writer.writerow(["" if name not in row else _csv_value(row[name]) for name in result.variables])
     return out.getvalue()

@@ -442,12 +442,12 @@ class View:
         result, cut, error, status = await _in_thread(self._run, text)
         if result is None:
             return JSONResponse({"error": error}, status_code=status)
-        if fmt == "csv" and result.kind != "graph":
+        if fmt == "csv":
             return Response(render_result(result, "csv"), media_type="text/csv; charset=utf-8",
                             headers={"Content-Disposition": 'attachment; filename="results.csv"'})
         body = render_result(result, "json")
         if result.kind == "graph":
-            return Response(body, media_type="application/n-triples")
+            return Response(body, media_type="application/ld+json")
         data = json.loads(body)
         if cut:
             data["truncated"] = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import io
 import json
 import os
@@ -513,9 +514,18 @@ def test_query_formats(filled: Filled, capsysbinary: Any, tmp_path: Path) -> Non
 
     ask = cli(capsysbinary, "query", "ASK { ?q a tg:AgentQuestion }", "--store", str(filled.path))
     assert ask.out == "true\n"
-    r = cli(capsysbinary, "query", f"CONSTRUCT {{ <{filled.docs.explain_id}> tg:query ?t }} WHERE "
-            f"{{ <{filled.docs.explain_id}> tg:query ?t }}", "--store", str(filled.path))
+    construct = (f"CONSTRUCT {{ <{filled.docs.explain_id}> tg:query ?t }} WHERE "
+                 f"{{ <{filled.docs.explain_id}> tg:query ?t }}")
+    r = cli(capsysbinary, "query", construct, "--store", str(filled.path))
     assert len(rdflib.Graph().parse(data=r.out, format="turtle")) == 1
+    # a CONSTRUCT says what json and csv mean for triples: JSON-LD, and subject/predicate/object rows
+    r = cli(capsysbinary, "query", construct, "--store", str(filled.path), "--format", "json")
+    graph = rdflib.Graph().parse(data=r.out, format="json-ld")
+    assert [(str(s), str(o)) for s, _, o in graph] == [(filled.docs.explain_id, filled.docs.question)]
+    rows = list(csv.reader(io.StringIO(cli(capsysbinary, "query", construct, "--store", str(filled.path),
+                                           "--format", "csv").out)))
+    assert rows == [["subject", "predicate", "object"],
+                    [filled.docs.explain_id, TG + "query", filled.docs.question]]
 
     query_file = tmp_path / "q.rq"
     query_file.write_text("SELECT (COUNT(*) AS ?n) WHERE { ?s a tg:Analysis }")
@@ -1055,9 +1065,9 @@ def _value_flags() -> list[tuple[str, str]]:
             if not flags or action.nargs == 0 or flags[0] == "--help":
                 continue
             if action.choices is not None or action.type is not None or flags[0] in (
-                    "--since", "--until", "--jaeger-url", "--store", "--profile", "--grpc-port", "--http-port",
-                    "--max-inflight", "--ack-timeout", "--drain-timeout", "--memory-budget", "--workers",
-                    "--max-attribute-bytes", "--port", "--query-timeout", "--row-limit"):
+                    "--since", "--until", "--jaeger-url", "--store", "--profile", "--grpc-port",
+                    "--http-port", "--max-inflight", "--ack-timeout", "--drain-timeout", "--memory-budget",
+                    "--workers", "--max-attribute-bytes", "--port", "--query-timeout", "--row-limit"):
                 found.append((name, flags[0]))
     return found
 

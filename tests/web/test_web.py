@@ -303,6 +303,12 @@ def test_sparql_page_and_api(view: str, recorded: Recorded) -> None:
     assert get(view + "/api/sparql", params={"query": "SELEC"}).status_code == 400
     ask = get(view + "/api/sparql", params={"query": "ASK { ?s tg:query ?q }"}).json()
     assert ask["boolean"] is True
+    construct = "CONSTRUCT { ?q tg:query ?t } WHERE { ?q tg:query ?t }"
+    graph = get(view + "/api/sparql", params={"query": construct})
+    assert graph.headers["content-type"].startswith("application/ld+json")
+    assert len(rdflib.Graph().parse(data=graph.text, format="json-ld")) == 8
+    rows = get(view + "/api/sparql", params={"query": construct, "format": "csv"}).text.splitlines()
+    assert rows[0] == "subject,predicate,object" and len(rows) == 9
 
 
 def _query_processes() -> list[int]:
