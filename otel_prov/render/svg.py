@@ -267,29 +267,57 @@ class _Taken:
         return any(overlap(r, other, pad) for key in self._keys(r, pad) for other in self._cells.get(key, ()))
 
 
+def _points(link: _Link) -> list[Rect]:
+    """Points along an arrow, a few pixels apart (as rectangles of no size)."""
+    (x1, y1), (x2, y2) = link.at(0.0), link.at(1.0)
+    n = max(8, int(1.6 * ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5 / _PATH_STEP))
+    return [(x, y, x, y) for x, y in (link.at(i / n) for i in range(n + 1))]
+
+
+_PATH_STEP = 4.0
+"""How far apart :func:`_points` samples an arrow: less than a label's height, so none slips through."""
+
+
 def _place_labels(links: list[_Link], boxes: Sequence[_Box]) -> None:
-    """Each relation's name at the first spot beside its arrow that overlaps no node and no label
-    placed before it; an arrow with no such spot is drawn without one (its name is its tooltip)."""
-    taken = _Taken()
+    """Each relation's name at the first spot beside its arrow that overlaps no node, no label placed
+    before it and no arrow; failing that, one that crosses another arrow but not its own; failing
+    that, any that overlaps no node or label; an arrow with no such spot is drawn without one (its
+    name is its tooltip)."""
+    taken, paths = _Taken(), _Taken()
     for b in boxes:
         taken.add(node_rect(b))
-    for link in links:
-        for nudge in _NUDGES:
-            for t in _SPOTS:
-                x, y = link.at(t)
-                for label in (Label(link.relation, x + 4, y + 3 + nudge, "start"),
-                              Label(link.relation, x - 4, y + 3 + nudge, "end"),
-                              Label(link.relation, x, y - 4 + nudge, "middle"),
-                              Label(link.relation, x, y + 11 + nudge, "middle")):
-                    if not taken.hits(label.rect, 4.0):
-                        link.label = label
-                        break
-                if link.label:
-                    break
-            if link.label:
-                break
+    sampled = [_points(link) for link in links]
+    for points in sampled:
+        for point in points:
+            paths.add(point)
+    for link, own in zip(links, sampled, strict=True):
+        link.label = _label(link, own, taken, paths)
         if link.label is not None:
             taken.add(link.label.rect)
+
+
+def _label(link: _Link, own: list[Rect], taken: _Taken, paths: _Taken) -> Label | None:
+    def clear(r: Rect) -> bool:
+        return not taken.hits(r, 4.0)
+
+    def off_own(r: Rect) -> bool:
+        return clear(r) and not any(overlap(r, p, 1.5) for p in own)
+
+    return (_spot(link, lambda r: off_own(r) and not paths.hits(r, 1.5))
+            or _spot(link, off_own) or _spot(link, clear))
+
+
+def _spot(link: _Link, free: Callable[[Rect], bool]) -> Label | None:
+    for nudge in _NUDGES:
+        for t in _SPOTS:
+            x, y = link.at(t)
+            for label in (Label(link.relation, x + 4, y + 3 + nudge, "start"),
+                          Label(link.relation, x - 4, y + 3 + nudge, "end"),
+                          Label(link.relation, x, y - 4 + nudge, "middle"),
+                          Label(link.relation, x, y + 11 + nudge, "middle")):
+                if free(label.rect):
+                    return label
+    return None
 
 
 def _arrow(link: _Link) -> str:

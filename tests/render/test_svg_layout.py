@@ -1,6 +1,6 @@
-"""The provenance picture is readable: no relation label overlaps a node or another label, in both
-profiles (the strict one draws activities and agents, with many more arrows).  The same check on
-the boxes the browser draws is in test_browser.py."""
+"""The provenance picture is readable: no relation label overlaps a node, another label or its own
+arrow, in both profiles (the strict one draws activities and agents, with many more arrows).  The
+same check on the boxes the browser draws is in test_browser.py."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def test_labels_overlap_nothing(tmp_path: Path, profile: str) -> None:
                 assert not any(overlap(label.rect, n) for n in nodes), (iri, label)
             for a, b in combinations(plan.labels, 2):
                 assert not overlap(a.rect, b.rect), (iri, a, b)
+            for link in plan.links:
+                assert link.label is not None
+                on_arrow = [link.at(i / 200) for i in range(201)]
+                assert not any(overlap(link.label.rect, (x, y, x, y)) for x, y in on_arrow), (iri, link.label)
             for a, b in combinations(nodes, 2):
                 assert not overlap(a, b), (iri, a, b)
             checked += len(plan.labels)
