@@ -58,8 +58,9 @@ GRAPH_FORMATS = {"table": pyoxigraph.RdfFormat.TURTLE, "json": pyoxigraph.RdfFor
 
 
 def graph_text(triples: Iterable[Triple], fmt: str) -> bytes:
-    """Triples (a CONSTRUCT's result) in a :data:`GRAPH_FORMATS` format, with our prefixes."""
-    items = [pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o in triples]
+    """Triples (a CONSTRUCT's result) in a :data:`GRAPH_FORMATS` format, with our prefixes, sorted
+    (the same text whatever order the store gave them in)."""
+    items = sorted((pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o in triples), key=str)
     rdf_format = GRAPH_FORMATS[fmt]
     data = pyoxigraph.serialize(items, format=rdf_format, prefixes=PREFIXES) or b""
     return data if not data or data.endswith(b"\n") else data + b"\n"  # JSON-LD ends without one

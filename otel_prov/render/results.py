@@ -71,12 +71,13 @@ def _csv_value(term: Term) -> str:
 
 
 def _triples_csv(result: QueryResult) -> str:
-    """A CONSTRUCT's triples as CSV rows ``subject,predicate,object`` (the SPARQL CSV conventions)."""
+    """A CONSTRUCT's triples as CSV rows ``subject,predicate,object`` (the SPARQL CSV conventions),
+    sorted."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["subject", "predicate", "object"])
-    for triple in result.triples:
-        writer.writerow([_csv_value(term) for term in triple])
+    for row in sorted([_csv_value(term) for term in triple] for triple in result.triples):
+        writer.writerow(row)
     return out.getvalue()
 
 

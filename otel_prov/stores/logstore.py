@@ -510,7 +510,7 @@ def _read(path: Path) -> OxigraphStore:
     (:mod:`.indexer`).  A listed segment gone when it is read was folded and deleted meanwhile,
     perhaps after the snapshot was taken: then the reader starts again."""
     directory = seg.segments_dir(path)
-    check_index(path)  # an index that lost its CURRENT: said, never read as if it were empty
+    _check_index(path, directory)  # an index that lost its CURRENT: said, never read as if it were empty
     for attempt in range(READ_TRIES):
         folded = seg.load_checkpoint(directory)
         names = seg.list_segments(directory)
@@ -644,6 +644,13 @@ class Health:
         return self.index in ("ok", "none") and not self.damaged
 
 
+def _check_index(path: Path, directory: Path) -> None:
+    """:func:`.oxigraph.check_index` once something was folded (the checkpoint is there): before the
+    first fold, an index without its ``CURRENT`` is one the first writer is still creating."""
+    if (directory / seg.CHECKPOINT).exists() or not directory.is_dir():
+        check_index(path)
+
+
 def check(path: Path, *, repair: bool = False) -> Health:
     """The state of the on-disk store at ``path``: its index (with ``repair``, a lost ``CURRENT``
     is written again from the newest manifest), its log (segments, what is not folded, damage,
@@ -655,7 +662,7 @@ def check(path: Path, *, repair: bool = False) -> Health:
     repaired = repair_current(path) if repair else None
     health.repaired = repaired
     try:
-        check_index(path)
+        _check_index(path, directory)
         if (path / "CURRENT").exists():
             OxigraphStore(path, snapshot=True).close()
             health.index = "ok"

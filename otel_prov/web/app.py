@@ -226,7 +226,7 @@ class View:
     def api_sessions(self, request: Request) -> Response:
         try:
             _, filters = self._filters(request)
-            offset = _number(request, "offset", 0, 0, MAX_OFFSET)
+            offset = _number(request, "offset", 0, 0, MAX_OFFSET, cap=True)
             limit = _number(request, "limit", PAGE_SIZE, 1, 1000)
         except BadParameter as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
@@ -502,8 +502,9 @@ class BadParameter(ValueError):
     """A query parameter whose value means nothing (the answer is 400 with its one-line reason)."""
 
 
-def _number(request: Request, name: str, default: int, low: int, high: int) -> int:
-    """A whole-number query parameter between ``low`` and ``high`` (``default`` when absent)."""
+def _number(request: Request, name: str, default: int, low: int, high: int, *, cap: bool = False) -> int:
+    """A whole-number query parameter between ``low`` and ``high`` (``default`` when absent; with
+    ``cap``, one above ``high`` is read as ``high``: an offset past every row is an empty page)."""
     text = request.query_params.get(name)
     if text is None or text == "":
         return default
@@ -511,8 +512,11 @@ def _number(request: Request, name: str, default: int, low: int, high: int) -> i
         value = int(text)
     except ValueError:
         raise BadParameter(f"{name}={text[:40]!r}: expected a whole number") from None
+    if cap and value > high:
+        return high
     if not low <= value <= high:
-        raise BadParameter(f"{name}={value}: expected {low} to {high}")
+        raise BadParameter(f"{name}={value}: expected {low} or more" if cap else
+                           f"{name}={value}: expected {low} to {high}")
     return value
 
 
