@@ -278,6 +278,8 @@ class DocRagSession(_Session):
 S = TypeVar("S", bound=_Session)
 
 _warned_not_recorded = False
+NOT_RECORDED = "session not recorded (its spans do not record: no SDK tracer provider, or not sampled)"
+"""The problem counted on every session whose spans do not record (said once per process in the log)."""
 
 
 def _not_recorded(given: TracerProvider | None) -> None:
@@ -332,6 +334,7 @@ def _session(cls: type[S], question: str, session_id: str | None, collection: st
         start = getattr(root, "start_time", None)
         if not root.is_recording():
             _not_recorded(tracer_provider)
+            session.problems[NOT_RECORDED] += 1
         if root.is_recording() and start:
             # An instant span with the root's start time: the Question is stored now, not when
             # the session ends.

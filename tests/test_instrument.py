@@ -63,6 +63,7 @@ def test_sessions_no_tracer_provider_records_are_said_once(caplog: pytest.LogCap
         again.conclude("a")
     said = [r.getMessage() for r in caplog.records if "not recorded" in r.getMessage()]
     assert len(said) == 1 and "no OpenTelemetry SDK tracer provider is set" in said[0]
+    assert session.problems == again.problems == {instrument.NOT_RECORDED: 1}  # counted on each session
     monkeypatch.setattr(instrument, "_warned_not_recorded", False)
     caplog.clear()
     with agent_session("q", tracer_provider=TracerProvider(sampler=ALWAYS_OFF)):
@@ -70,6 +71,7 @@ def test_sessions_no_tracer_provider_records_are_said_once(caplog: pytest.LogCap
     assert [r.getMessage() for r in caplog.records if "its sampler did not sample it" in r.getMessage()]
     monkeypatch.setattr(instrument, "_warned_not_recorded", False)
     caplog.clear()
-    with agent_session("q", tracer_provider=TracerProvider()):
+    with agent_session("q", tracer_provider=TracerProvider()) as recorded:
         pass
     assert not [r for r in caplog.records if "not recorded" in r.getMessage()]
+    assert not recorded.problems
