@@ -159,8 +159,10 @@ def _port(value: str) -> int | None:
     return port
 
 
-def _at_least(minimum: float, kind: Callable[[str], float], what: str) -> Callable[[str], Any]:
-    """A reader of numbers (``kind``: ``float`` or ``int``) that are at least ``minimum``."""
+def _at_least(minimum: float, kind: Callable[[str], float], what: str,
+              maximum: float | None = None) -> Callable[[str], Any]:
+    """A reader of numbers (``kind``: ``float`` or ``int``) that are at least ``minimum`` (and at
+    most ``maximum``, if given)."""
 
     def read(value: str) -> Any:
         try:
@@ -169,6 +171,8 @@ def _at_least(minimum: float, kind: Callable[[str], float], what: str) -> Callab
             raise ValueError(f"expected {what}") from None
         if not number >= minimum:
             raise ValueError(f"expected {what} >= {minimum:g}")
+        if maximum is not None and number > maximum:
+            raise ValueError(f"expected {what} from {minimum:g} to {maximum:g}")
         return number
 
     return read
@@ -273,10 +277,12 @@ DEFAULT_WORKERS = 1
 """The default of ``--workers``: 1, mapping in the serve process (workers are opt-in: ``0`` is one
 per CPU, at most :data:`MAX_AUTO_WORKERS`)."""
 MAX_AUTO_WORKERS = 4
+MAX_WORKERS = 64
+"""The most mapping processes ``--workers`` starts (each is a Python process with its own memory)."""
 SERVE_WORKERS: Option[int] = Option(
-    "OTEL_PROV_SERVE_WORKERS", "--workers", _count(0), DEFAULT_WORKERS,
+    "OTEL_PROV_SERVE_WORKERS", "--workers", _at_least(0, int, "a whole number", MAX_WORKERS), DEFAULT_WORKERS,
     "processes that map into an on-disk store (\"Mapping workers\"); `1` = in the serve process (always, "
-    "for `memory:`); `0` = one per CPU, at most 4")
+    "for `memory:`); `0` = one per CPU, at most 4; at most 64")
 """Processes that map (an on-disk store; ``memory:`` is mapped in the serve process); 0: one per
 CPU, at most :data:`MAX_AUTO_WORKERS`."""
 SERVE_PUBLIC_WITHOUT_TOKEN: Option[bool] = Option(

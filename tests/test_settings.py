@@ -57,3 +57,9 @@ def test_a_bad_value_names_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -
         settings.SERVE_MAX_INFLIGHT.get("0", via="flag")
     with pytest.raises(ConfigError, match=r"unknown store 'nosuch:x'"):
         settings.STORE.get("nosuch:x")
+    with pytest.raises(ConfigError, match=r"'oxigraph:' names no path"):  # it read the default store
+        settings.STORE.get("oxigraph:")
+    # serve --workers 99 on 2 CPUs started 99 processes: a bound, and the warning below it
+    with pytest.raises(ConfigError, match=r"^--workers '65': expected a whole number from 0 to 64"):
+        settings.SERVE_WORKERS.get("65", via="flag")
+    assert settings.SERVE_WORKERS.get("64", via="flag") == 64

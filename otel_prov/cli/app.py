@@ -20,7 +20,7 @@ from typing import Any
 from .. import settings
 from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL
-from ..read.model import SORTS, TYPES, TraceNotFound
+from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
 from ..render import FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
@@ -89,11 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
              "List the recorded sessions (agent sessions, GraphRAG and DocRAG queries), newest first.\n"
              "Sub-traces (a RAG query run by an agent's tool) are shown by 'show', not listed here.")
     _common(p, collection=True)
-    p.add_argument("--type", choices=sorted(TYPES), help="only sessions of this type")
-    p.add_argument("--status", choices=("complete", "failed", "unfinished"),
-                   help="only sessions in this state")
-    p.add_argument("--since", metavar="TIME", help="only sessions started at or after TIME (ISO 8601, UTC: "
-                   "2026-11-30, 2026-11-30T10:21)")
+    p.add_argument("--type", choices=sorted(TYPES), type=str.lower, help="only sessions of this type")
+    p.add_argument("--status", choices=tuple(STATUS_NAMES), type=str.lower,
+                   help="only sessions in this state (error: failed, as the list shows it)")
+    p.add_argument("--since", metavar="TIME",
+                   help="only sessions started at or after TIME (ISO 8601, UTC unless it ends with "
+                   "its offset: 2026-11-30, 2026-11-30T10:21, 2026-11-30T12:21+02:00)")
     p.add_argument("--until", metavar="TIME", help="only sessions started at or before TIME (2026-11-30: "
                    "that whole day)")
     p.add_argument("--text", "-q", metavar="WORDS", help="only sessions whose question, thoughts, actions, "
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool", metavar="NAME", help="only sessions that called this tool")
     p.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
     p.add_argument("--model", metavar="NAME", help="only sessions that called this model")
-    p.add_argument("--sort", choices=SORTS, default="time",
+    p.add_argument("--sort", choices=SORTS, default="time", type=str.lower,
                    help="time (newest first, the default), duration (longest first), steps (most first), "
                         "status (failed, unfinished, complete)")
     p.add_argument("--limit", type=_positive, metavar="N",
@@ -130,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
     p.add_argument("--format", **{**_formats(list(EXPORT_FORMATS), from_output=True),
                                   "help": f"default: from --output's suffix ({suffixes}), else "
-                                          f"{next(iter(EXPORT_FORMATS))}; aliases: ttl, nq, json-ld"})
+                                          f"{next(iter(EXPORT_FORMATS))}; aliases: ttl, nq, json, json-ld"})
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "query", cmd_query, "run a SPARQL query over the store",
@@ -141,9 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sparql", nargs="?", help="the query text")
     _common(p)
     p.add_argument("--file", "-f", metavar="FILE", help="read the query from FILE ('-': stdin)")
-    p.add_argument("--format", choices=RESULT_FORMATS, default=RESULT_FORMATS[0],
-                   help="default: table (a CONSTRUCT gives Turtle; JSON-LD with json; "
-                        "subject,predicate,object rows with csv)")
+    p.add_argument("--format", choices=RESULT_FORMATS, default=None,
+                   help="default: from --output's suffix (.json, .csv), else table (a CONSTRUCT gives "
+                        "Turtle; JSON-LD with json; subject,predicate,object rows with csv)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_QUERY_TIMEOUT, metavar="SECONDS",
                    help=f"give up after SECONDS (default {DEFAULT_QUERY_TIMEOUT:g}); Ctrl-C stops it at once")

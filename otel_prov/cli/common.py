@@ -74,6 +74,12 @@ def check_iri(value: str, *, trace_id: bool = False) -> str:
     except NotAnIri as exc:
         if not trace_id:
             raise UsageError(f"{exc}; see '{PROG} list'") from None
+        wanted = (f"expected a session's IRI ({EXAMPLE_IRI}), its UUID, or a trace id (or 6 or more of "
+                  f"its first hexadecimal digits); see '{PROG} list'")
+        if not value:
+            raise UsageError(f"no id given: {wanted}") from None
+        if ":" not in value:
+            raise UsageError(f"not an id: {value[:200]!r}: {wanted}") from None
         raise UsageError(f"neither an IRI nor a trace id: {value[:200]!r} ({exc.problem}; expected e.g. "
                          f"{EXAMPLE_IRI}, or 32 hexadecimal digits; see '{PROG} list')") from None
 
@@ -104,6 +110,8 @@ def format_choice(names: Sequence[str]) -> Callable[[str], str]:
     """An argparse type for ``--format``: one of ``names`` or one of its usual aliases."""
     def read(text: str) -> str:
         name = FORMAT_ALIASES.get(text.strip().lower(), text.strip().lower())
+        if name == "json" and name not in names and "jsonld" in names:
+            name = "jsonld"  # where there is no plain JSON, JSON means the JSON of RDF
         if name not in names:
             aliases = ", ".join(k for k, v in FORMAT_ALIASES.items() if v in names)
             raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(names)}"
@@ -112,12 +120,24 @@ def format_choice(names: Sequence[str]) -> Callable[[str], str]:
     return read
 
 
+OTHER_SUFFIXES = {".nt": "N-Triples", ".ntriples": "N-Triples", ".rdf": "RDF/XML", ".owl": "RDF/XML",
+                  ".xml": "XML", ".n3": "N3", ".trix": "TriX", ".srx": "SPARQL results XML",
+                  ".tsv": "tab-separated values", ".ttl": "Turtle", ".trig": "TriG", ".nq": "N-Quads",
+                  ".jsonld": "JSON-LD", ".json": "JSON", ".csv": "CSV", ".svg": "SVG", ".dot": "DOT"}
+"""Suffixes of formats a command may not write: an output file named so in a format it does not
+write is refused, never written in another format under that name."""
+
+
 def resolve_format(given: str | None, output: str | None, suffixes: dict[str, str], default: str) -> str:
     """The format: ``--format`` if given, else the one ``--output``'s suffix names, else ``default``; a
     ``--format`` that another format's suffix contradicts (``--format turtle -o x.svg``) is a
     :class:`UsageError`."""
     suffix = os.path.splitext(output or "")[1].lower() if output not in (None, "-") else ""
     named = suffixes.get(suffix)
+    if named is None and suffix in OTHER_SUFFIXES:
+        formats = ", ".join(sorted(set(suffixes.values())))
+        raise UsageError(f"the output file {output!r} is {OTHER_SUFFIXES[suffix]} ({suffix}), which this "
+                         f"command does not write: its formats are {formats} ({', '.join(sorted(suffixes))})")
     if given is None:
         return named or default
     if named is not None and named != given:

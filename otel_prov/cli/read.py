@@ -201,7 +201,12 @@ DEFAULT_QUERY_TIMEOUT = 60.0
 """Seconds ``query`` runs before giving up (``--timeout``)."""
 
 
+QUERY_SUFFIXES = {".json": "json", ".csv": "csv"}
+"""``query --output``'s suffixes, and the format each means when ``--format`` is not given."""
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    fmt = resolve_format(args.format, args.output, QUERY_SUFFIXES, "table")
     text = _read_query(args)
     try:
         check_query(text, allow_service=args.allow_service)
@@ -214,7 +219,7 @@ def cmd_query(args: argparse.Namespace) -> int:
             raise CliError(syntax_message(text, str(exc))) from None
         except StoreError as exc:
             raise CliError(str(exc)) from exc
-    write(render_result(result, args.format), args.output)
+    write(render_result(result, fmt), args.output)
     return 0
 
 

@@ -45,9 +45,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(str(unauthenticated.flag), action="store_const", const="true", default=None,
                         help="listen on an address other than loopback without a token (refused "
                              f"otherwise; {unauthenticated.env}=true)")
-    parser.add_argument("--log-level", default="INFO", type=str.upper,
-                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="default INFO")
+    parser.add_argument("--log-level", default="INFO", type=_log_level,
+                        metavar="{" + ",".join(LOG_LEVELS) + "}", help="default INFO (any case)")
     parser.set_defaults(func=run)
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(LOG_LEVELS)})")
+    return level
 
 
 _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (

@@ -4,6 +4,7 @@ whatever renders them (the CLI, the renderers of :mod:`otel_prov.render`, a web 
 from __future__ import annotations
 
 import calendar
+import datetime
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,10 +17,11 @@ TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
 """``--type`` values and the type names shown."""
 
 COMPLETE, UNFINISHED, FAILED = "complete", "unfinished", "error"
-STATUS_NAMES = {"complete": COMPLETE, "failed": FAILED, "unfinished": UNFINISHED}
+STATUS_NAMES = {"complete": COMPLETE, "failed": FAILED, "unfinished": UNFINISHED, FAILED: FAILED}
 SORTS = ("time", "duration", "steps", "status")
 """The orders a listing can be sorted in (:attr:`SessionFilter.sort`)."""
-"""The statuses as a filter names them (a failed session's status is shown as ``error``)."""
+"""The statuses as a filter names them (a failed session's status is shown as ``error``: that name
+is taken too)."""
 NOT_CAPTURED = "notCaptured"
 """The local name of ``otelprov:notCaptured``: what a node's span did not record."""
 REDACTED = "redacted"
@@ -164,24 +166,44 @@ class SessionFilter:
         return _bound(self.until or "")
 
 
-_ISO_BOUND = re.compile(r"\d{4}(?:-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,9})?)?)?)?)?)?[Zz]?")
+_ISO_BOUND = re.compile(r"\d{4}(?:-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,9})?)?)?"
+                        r"(?:[Zz]|[+-]\d\d:?\d\d)?)?)?)?[Zz]?")
+_OFFSET = re.compile(r"([+-])(\d\d):?(\d\d)$")
 
 
 def check_bound(name: str, value: str | None) -> None:
     """``ValueError`` naming ``name`` unless ``value`` is an ISO 8601 time, possibly cut short
-    (``2026``, ``2026-11-30``, ``2026-11-30T10:21``; UTC)."""
-    numbers = [int(n) for n in re.findall(r"\d+", value.split(".")[0])] if value else []
+    (``2026``, ``2026-11-30``, ``2026-11-30T10:21``; UTC unless it ends with its offset,
+    ``2026-11-30T12:21+02:00``)."""
+    text = value.strip() if value else ""
+    offset = _OFFSET.search(text) if "T" in text or " " in text else None
+    local = text[:offset.start()] if offset else text
+    numbers = [int(n) for n in re.findall(r"\d+", local.split(".")[0])]
     limits = (None, 12, 31, 23, 59, 59)  # year, month, day, hour, minute, second
     in_range = all(limit is None or (1 if i in (1, 2) else 0) <= n <= limit
                    for i, (n, limit) in enumerate(zip(numbers, limits, strict=False)))
-    if value and (_ISO_BOUND.fullmatch(value.strip()) is None or not in_range):
-        raise ValueError(f"{name}={value[:40]!r}: expected an ISO 8601 time (UTC), e.g. 2026-11-30 or "
-                         "2026-11-30T10:21")
+    if offset is not None:
+        in_range = in_range and int(offset.group(2)) <= 23 and int(offset.group(3)) <= 59
+    if text and (_ISO_BOUND.fullmatch(text) is None or not in_range):
+        raise ValueError(f"{name}={text[:40]!r}: expected an ISO 8601 time (UTC unless it names its "
+                         "offset), e.g. 2026-11-30, 2026-11-30T10:21 or 2026-11-30T12:21+02:00")
 
 
 def _bound(value: str) -> str:
-    """An ISO bound as the leading part of a time's seconds text (``T`` for a space, no ``Z``)."""
-    return value.strip().rstrip("Zz").replace(" ", "T").partition(".")[0]
+    """An ISO bound as the leading part of a time's seconds text (``T`` for a space, no ``Z``; a time
+    with an offset from UTC turned into UTC, to the precision given)."""
+    text = value.strip().rstrip("Zz").replace(" ", "T")
+    offset = _OFFSET.search(text)
+    if offset is None or "T" not in text:
+        return text.partition(".")[0]
+    local = text[:offset.start()].partition(".")[0]
+    parts = [int(n) for n in re.findall(r"\d+", local)]  # year, month, day, hour[, minute[, second]]
+    sign = -1 if offset.group(1) == "-" else 1
+    shift = datetime.timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3))) * sign
+    year, month, day, hour, minute, second = (parts + [0, 0])[:6]
+    local_time = datetime.datetime(year, month, day, hour, minute, second, tzinfo=datetime.timezone(shift))
+    utc = local_time.astimezone(datetime.timezone.utc)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S")[:len("2026-11-30T10:21:00") - 3 * (6 - len(parts))]
 
 
 @dataclass(frozen=True)
@@ -262,7 +284,7 @@ class TraceStep:
         for key, label in (("llmDurationMs", "Model time"), ("toolDurationMs", "Tool time")):
             if self.value(key):
                 found.append((label, format_ms(float(self.value(key) or 0))))
-        if self.value("toolError"):
+        if self.value("toolError") and self.value("toolError") != self.error:  # else its Error line says it
             found.append(("Tool error", str(self.value("toolError"))))
         return found
 

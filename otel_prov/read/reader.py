@@ -257,7 +257,7 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         of any of its nodes (:meth:`find_question`), the OpenTelemetry trace id it was recorded from
         (:meth:`session_of_trace`: what Jaeger and ``otel-prov show`` print) or a unique prefix of it
         (6 digits or more), or the bare UUID of its IRI.  A miss of an IRI names the sessions whose
-        IRIs start with it (a truncated paste)."""
+        IRIs start with it (a truncated paste) or that it starts with (a character too many)."""
         ref = ref.strip()
         if is_trace_id(ref):
             return self.session_of_trace(ref)
@@ -278,7 +278,8 @@ SELECT DISTINCT ?q WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q tg:query ?text
                 raise
             near = [r["q"] for r in self.select(f"""
 SELECT DISTINCT ?q WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q tg:query ?text
-  FILTER(STRSTARTS(STR(?q), {literal(ref)})) }} }} ORDER BY ?q LIMIT {MAX_CANDIDATES}""") if "q" in r]
+  FILTER(STRSTARTS(STR(?q), {literal(ref)}) || STRSTARTS({literal(ref)}, STR(?q))) }} }}
+ORDER BY ?q LIMIT {MAX_CANDIDATES}""") if "q" in r]
             if near:
                 raise TraceNotFound(f"{exc}; did you mean {', '.join(near)}?") from None
             raise

@@ -55,8 +55,9 @@ def parse_store(text: str) -> StoreSpec:
         return StoreSpec(MEMORY)
     scheme, sep, rest = text.partition(":")
     if sep and scheme == OXIGRAPH:
-        if not rest:
-            return default_store()
+        if not rest.strip():
+            raise ValueError(f"'{OXIGRAPH}:' names no path: give '{OXIGRAPH}:PATH' (or leave the store unset "
+                             "for the default store)")
         return StoreSpec(OXIGRAPH, Path(os.path.expanduser(rest)), rest)
     if sep and scheme.lower() in REMOTE_SCHEMES:
         url = check_url(text)

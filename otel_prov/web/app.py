@@ -172,11 +172,13 @@ class View:
         :class:`BadParameter` for a value that means nothing (as the CLI refuses it)."""
         params = request.query_params
         wanted = {name: params.get(name, "") for name in FILTERS}
-        if wanted["type"] and wanted["type"].lower() not in TYPES:
+        for name in ("type", "status", "sort"):  # names, whatever their case (the list shows "Agent")
+            wanted[name] = wanted[name].lower()
+        if wanted["type"] and wanted["type"] not in TYPES:
             raise BadParameter(f"type={wanted['type'][:40]!r}: one of {', '.join(sorted(TYPES))}")
         if wanted["sort"] and wanted["sort"] not in SORTS:
             raise BadParameter(f"sort={wanted['sort'][:40]!r}: one of {', '.join(SORTS)}")
-        if wanted["status"] and wanted["status"] not in STATUSES:
+        if wanted["status"] and wanted["status"] not in STATUS_NAMES:
             raise BadParameter(f"status={wanted['status'][:40]!r}: one of {', '.join(STATUSES)}")
         for name in ("since", "until"):
             try:
@@ -188,7 +190,7 @@ class View:
                               status=STATUS_NAMES.get(wanted["status"]),
                               tool=wanted["tool"] or None, agent=wanted["agent"] or None,
                               model=wanted["model"] or None, sort=wanted["sort"] or "time")
-        return wanted, {"kind": TYPES.get(wanted["type"].lower()),
+        return wanted, {"kind": TYPES.get(wanted["type"]),
                         "collection": wanted["collection"] or None, "where": where}
 
     def list_page(self, request: Request) -> Response:

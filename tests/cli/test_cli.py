@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import io
 import json
 import os
@@ -254,7 +255,13 @@ def test_show_takes_ids_as_people_paste_them(filled: Filled, capsysbinary: Any) 
         assert r.code == 0 and r.out.splitlines()[0] == want, ref
     one_error_line(cli(capsysbinary, "show", filled.agent.explain_id[:-6], "--store", store),
                    f"did you mean {filled.agent.explain_id}?")
+    one_error_line(cli(capsysbinary, "show", f"{filled.agent.explain_id}/", "--store", store),
+                   f"did you mean {filled.agent.explain_id}?")
     one_error_line(cli(capsysbinary, "show", "fffff0", "--store", store), "no trace id starts with fffff0")
+    one_error_line(cli(capsysbinary, "show", "e2f", "--store", store),
+                   "not an id: 'e2f': expected a session's", code=2)
+    one_error_line(cli(capsysbinary, "show", "", "--store", store),
+                   "no id given: expected a session's IRI", code=2)
 
 
 def test_an_ambiguous_trace_id_prefix_lists_the_candidates() -> None:
@@ -433,7 +440,7 @@ def test_show_bad_input(filled: Filled, capsysbinary: Any) -> None:
     one_error_line(cli(capsysbinary, "show", "urn:trustgraph:agent:no-such", "--store", str(filled.path)),
                    "no trace urn:trustgraph:agent:no-such")
     one_error_line(cli(capsysbinary, "show", "not an iri", "--store", str(filled.path)),
-                   "neither an IRI nor a trace id: 'not an iri'", code=2)
+                   "not an id: 'not an iri'", code=2)
     one_error_line(cli(capsysbinary, "show", "urn:x>} DROP ALL", "--store", str(filled.path)),
                    "neither an IRI nor a trace id", code=2)
     one_error_line(cli(capsysbinary, "show", filled.agent.explain_id, "--store", str(filled.path),
@@ -754,7 +761,7 @@ def test_show_takes_a_trace_id(filled: Filled, capsysbinary: Any) -> None:
     one_error_line(cli(capsysbinary, "show", "0" * 31, "--store", str(filled.path)),  # a prefix
                    f"no trace id starts with {'0' * 31}")
     one_error_line(cli(capsysbinary, "show", "0" * 33, "--store", str(filled.path)),
-                   "neither an IRI nor a trace id", code=2)
+                   "not an id", code=2)
     trace_id = filled.graph.trace_id or ""
     exported = cli(capsysbinary, "export", "--session", trace_id, "--store", str(filled.path))
     same = cli(capsysbinary, "export", "--session", filled.graph.explain_id, "--store", str(filled.path))
@@ -795,7 +802,7 @@ def test_export_format_follows_the_output_suffix(filled: Filled, tmp_path: Path,
         else:
             assert pyoxigraph.NamedNode(GRAPH_RETRIEVAL) in graphs  # the named graph: not Turtle
     # --format and a suffix that names another format: refused, nothing written; .json is JSON-LD;
-    # the usual aliases; an unknown suffix is Turtle, the default
+    # the usual aliases; a suffix of no RDF format is Turtle, the default
     out = tmp_path / "mismatch.nq"
     one_error_line(cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "turtle"),
                    "--format turtle does not match the output file", code=2)
@@ -805,12 +812,28 @@ def test_export_format_follows_the_output_suffix(filled: Filled, tmp_path: Path,
     out = tmp_path / "out.json"
     assert cli(capsysbinary, "export", "--store", store, "-o", str(out)).code == 0
     assert list(pyoxigraph.parse(out.read_bytes(), format=formats.JSON_LD))
+    assert cli(capsysbinary, "export", "--store", store, "-o", str(out), "--format", "json").code == 0
+    # a file named for a format export does not write (N-Triples, RDF/XML) is refused, not Turtle
+    for name in ("out.nt", "out.rdf"):
+        one_error_line(cli(capsysbinary, "export", "--store", store, "-o", str(tmp_path / name)),
+                       f"the output file '{tmp_path / name}' is ", "which this command does not write",
+                       code=2)
+        assert not (tmp_path / name).exists()
+    # query: the format from the suffix too
+    ask = "ASK { ?q tg:query ?t }"
+    assert cli(capsysbinary, "query", ask, "--store", store, "-o", str(tmp_path / "a.json")).code == 0
+    assert json.loads((tmp_path / "a.json").read_text()) == {"head": {}, "boolean": True}
+    select = "SELECT ?t WHERE { ?q tg:query ?t } LIMIT 1"
+    assert cli(capsysbinary, "query", select, "--store", store, "-o", str(tmp_path / "s.csv")).code == 0
+    assert (tmp_path / "s.csv").read_bytes().startswith(b"t\r\n")
+    one_error_line(cli(capsysbinary, "query", ask, "--store", store, "-o", str(tmp_path / "a.json"),
+                       "--format", "csv"), "--format csv does not match the output file", code=2)
     out = tmp_path / "trace.svg"  # show too: from the suffix, and aliases
     assert cli(capsysbinary, "show", filled.agent.explain_id, "--store", store, "-o", str(out)).code == 0
     assert out.read_text().startswith("<svg") or "<svg" in out.read_text()[:200]
     shown = cli(capsysbinary, "show", filled.agent.explain_id, "--store", store, "--format", "ttl")
     assert shown.code == 0 and shown.out.startswith("@prefix")
-    out = tmp_path / "out.rdf"
+    out = tmp_path / "out.data"  # a suffix of no RDF format: Turtle, the default
     assert cli(capsysbinary, "export", "--store", store, "-o", str(out)).code == 0
     assert out.read_text().startswith("@prefix")
     with pytest.raises(SystemExit):
@@ -991,7 +1014,8 @@ def test_usage_errors_print_the_subcommands_usage_and_one_error_line() -> None:
     assert unknown.stderr.splitlines()[-1] == "otel-prov list: error: unrecognized arguments: --bogus"
     level = _process("serve", "--log-level", "verbose", "--store", "memory:")
     assert level.returncode == 2 and "Traceback" not in level.stderr
-    assert "argument --log-level: invalid choice: 'VERBOSE'" in level.stderr.splitlines()[-1]
+    last = level.stderr.splitlines()[-1]
+    assert "argument --log-level: invalid choice: 'verbose' (choose from DEBUG, INFO" in last
 
 
 def test_the_list_table_lines_up_wide_characters() -> None:
@@ -1024,7 +1048,9 @@ def test_list_filters_by_status_text_tool_and_time(filled: Filled, capsysbinary:
     everything = ids()
     assert ids("--status", "unfinished") == {filled.unfinished}
     assert ids("--status", "failed") == {filled.failed}
-    assert filled.agent.explain_id in ids("--status", "complete")
+    # as the list shows it ("error", "Agent"), whatever the case
+    assert ids("--status", "Error") == {filled.failed} == ids("--status", "FAILED", "--type", "Agent")
+    assert filled.agent.explain_id in ids("--status", "complete", "--sort", "Duration")
     # "19949.2" is only in a tool's observation of the agent session, never in a question.
     assert ids("--text", "19949.2") == {filled.agent.explain_id}
     assert filled.agent.explain_id in ids("--tool", "calculator")
@@ -1034,6 +1060,14 @@ def test_list_filters_by_status_text_tool_and_time(filled: Filled, capsysbinary:
     assert r.code == 0 and f"({len(everything) - 2} more: --limit N shows more)" in r.err
     one_error_line(cli(capsysbinary, "list", "--store", store, "--since", "yesterday"),
                    "--since='yesterday': expected an ISO 8601 time", code=2)
+    # a time with its offset from UTC means that time (the list's times are UTC)
+    rows = json.loads(cli(capsysbinary, "list", "--store", store, "--format", "json").out)
+    newest = datetime.datetime.fromisoformat(rows[0]["time"].replace("Z", "+00:00"))
+    for hours, sign in ((2, "+"), (5, "-")):
+        shifted = newest + datetime.timedelta(hours=hours if sign == "+" else -hours)
+        local = shifted.strftime("%Y-%m-%dT%H:%M") + f"{sign}{hours:02d}:00"
+        assert ids("--since", local) == ids("--since", newest.strftime("%Y-%m-%dT%H:%M")) != set(), local
+        assert ids("--until", local) == ids("--until", newest.strftime("%Y-%m-%dT%H:%M")), local
 
 
 def test_list_sorts_by_duration_steps_and_status(filled: Filled, capsysbinary: Any) -> None:

@@ -794,6 +794,7 @@ def test_the_list_and_the_api_filter_by_status_text_and_tool(view: str, recorded
 
     assert ids(status="unfinished") == {recorded.unfinished}
     assert ids(status="failed") == {recorded.failed}
+    assert ids(status="error") == {recorded.failed} == ids(status="FAILED", type="Agent", sort="Steps")
     assert ids(q="19949.2") == {recorded.agent.explain_id}  # only in an observation
     assert recorded.agent.explain_id in ids(tool="calculator") and ids(tool="nothing") == set()
     assert get(view + "/api/sessions", params={"status": "broken"}).status_code == 400
