@@ -10,9 +10,11 @@ What :class:`HttpLimits` adds to uvicorn:
   wait ``idle_timeout`` for its first request, or between two.  Past a deadline it is closed (a
   client that stalls, or sends a byte a minute, holds nothing for long);
 - **a connection cap**: past ``max_connections``, a new connection makes room by closing the
-  oldest connection that is idle (or still sending headers); if every connection has a request
-  being received or answered, the new one is closed at once.  File descriptors stay bounded, and
-  a flood of idle connections cannot lock out a new client (a health check);
+  oldest connection that is idle (or still sending headers), else the one sending its body the
+  slowest if that is slower than ``min_body_rate`` (after ``body_grace``); if every connection has
+  a request being answered or sent at a fair rate, the new one is closed at once.  File descriptors
+  stay bounded, and neither a flood of idle connections nor one of bodies trickled a byte at a time
+  can lock out a new client (a health check);
 - **a Host check** (:class:`HostCheck`): an HTTP request naming a host that is not an IP address,
   ``localhost`` or an allowed name is refused with 403, so a web page whose name was rebound to
   this machine's address (DNS rebinding) cannot use it;
@@ -57,6 +59,11 @@ class HttpLimits:
     """Seconds from a request's first byte to the end of its headers."""
     body_timeout: float = 60.0
     """Seconds from the end of a request's headers to the end of its body."""
+    min_body_rate: float = 16 * 1024
+    """Bytes a second: a connection sending its body slower than this (on average since its
+    headers) may be closed to make room for a new connection when the server is full."""
+    body_grace: float = 2.0
+    """Seconds a body is given before its rate is judged."""
     idle_timeout: float = 30.0
     """Seconds a connection may wait for its first request, or for the next one."""
     accept_backlog: int = 64
@@ -86,6 +93,8 @@ class _Connections:
         self.open: dict[_LimitedH11, None] = {}
         self.evicted = 0
         """Idle connections closed to make room for a new one."""
+        self.evicted_slow = 0
+        """Connections sending a body slower than ``min_body_rate``, closed to make room."""
         self.timed_out = 0
         """Connections closed because a request (or the first one) did not arrive in time."""
         self.refused = 0
@@ -94,7 +103,8 @@ class _Connections:
         """Requests h11 could not parse (answered 400, connection closed)."""
 
     def counts(self) -> dict[str, int]:
-        return {"open": len(self.open), "evicted_idle": self.evicted, "timed_out": self.timed_out,
+        return {"open": len(self.open), "evicted_idle": self.evicted, "evicted_slow": self.evicted_slow,
+                "timed_out": self.timed_out,
                 "refused": self.refused, "malformed": self.malformed}
 
 
@@ -113,6 +123,8 @@ class _LimitedH11(H11Protocol):
         super().connection_made(transport)
         self._phase = _IDLE
         self._timer: asyncio.TimerHandle | None = None
+        self._body_since = 0.0
+        self._body_bytes = 0
         book = self.connections_of_server
         book.open[self] = None
         if len(book.open) > book.limits.max_connections and not self._make_room(book):
@@ -128,7 +140,21 @@ class _LimitedH11(H11Protocol):
                     book.evicted += 1
                     other._close()
                     return True
+        slowest = min((other for other in book.open if other is not self and other._phase == _BODY
+                       and not other.transport.is_closing()), key=lambda other: other._body_rate(),
+                      default=None)
+        if slowest is not None and slowest._body_rate() < book.limits.min_body_rate:
+            book.evicted_slow += 1
+            slowest._close()
+            return True
         return False
+
+    def _body_rate(self) -> float:
+        """Bytes a second of the body being received; infinite during its grace."""
+        elapsed = self.loop.time() - self._body_since
+        if elapsed < self.connections_of_server.limits.body_grace:
+            return float("inf")
+        return self._body_bytes / elapsed
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections_of_server.open.pop(self, None)
@@ -136,12 +162,25 @@ class _LimitedH11(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._phase == _BODY:
+            self._body_bytes += len(data)
         super().data_received(data)
         self._track()
+
+    def eof_received(self) -> bool:  # type: ignore[override]
+        """The client closed its half of the connection: a request that is all in is still answered
+        (asyncio would close the connection at once), and the connection closed after it."""
+        if self._phase == _APP and self.cycle is not None and not self.cycle.response_complete:
+            self._eof = True
+            return True
+        return False
 
     def on_response_complete(self) -> None:
         self._disarm()
         self._phase = _IDLE
+        if getattr(self, "_eof", False):
+            self.transport.close()  # after what is written is sent
+            return
         # uvicorn arms its keep-alive timer (our idle timeout); a pipelined request is handled now.
         super().on_response_complete()
         self._track()
@@ -159,6 +198,7 @@ class _LimitedH11(H11Protocol):
         if state is h11.SEND_BODY:
             if self._phase != _BODY:
                 self._phase = _BODY
+                self._body_since, self._body_bytes = self.loop.time(), 0
                 self._arm(limits.body_timeout)
         elif state is h11.IDLE:
             if self._phase == _IDLE and self.conn.trailing_data[0]:

@@ -382,6 +382,49 @@ def test_idle_connections_past_the_cap_do_not_lock_anyone_out(tight_server: Serv
             sock.close()
 
 
+def test_bodies_trickled_past_the_cap_do_not_lock_anyone_out(make_server: Make) -> None:
+    """Connections that each declare a body and send it a byte at a time held every slot: new
+    clients (a health check) were closed at once until the body deadline.  Now the slowest of them
+    makes room for a new client."""
+    limits = HttpLimits(max_connections=20, body_timeout=60.0, body_grace=0.5)
+    settings = ServeSettings(store=StoreSpec("memory"), profile="seed", grpc_port=0, http_port=0)
+    server = Server(settings, Receiver(OxigraphStore(None), "seed"), http_limits=limits)
+    port = server.http.port
+    body = request_of(agent_spans()).SerializeToString()
+    slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+    try:
+        for sock in slow:
+            sock.sendall(post_head(str(len(body) + 1_000_000)) + body[:1])
+        wait_for(lambda: server.http.server.open_connections == 20, "the slow bodies to connect")
+        time.sleep(0.7)  # past their grace
+        for _ in range(3):
+            assert statuses(raw(port, HEALTH_REQUEST.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")))\
+                == [200]
+        assert server.http.stats()["evicted_slow"] >= 1
+        assert server.http.server.open_connections <= 20
+        assert server.receiver.stats.acknowledged_requests == 0
+    finally:
+        for sock in slow:
+            sock.close()
+        server.stop(5)
+
+
+def test_a_request_whose_client_half_closes_after_sending_it_is_answered(make_server: Make) -> None:
+    """A client that sends its request and then shuts down its sending half (``SHUT_WR``, as
+    ``curl --data @file`` through some proxies or a shell ``printf | nc -N`` do) got no answer: the
+    connection was closed at once, the spans never stored."""
+    server = make_server()
+    body = request_of(agent_spans()).SerializeToString()
+    with socket.create_connection(("127.0.0.1", server.http.port), timeout=10) as sock:
+        sock.sendall(post_head(str(len(body))) + body)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert statuses(answer) == [200]
+    assert server.receiver.stats.acknowledged_requests == 1
+
+
 # -- item 4: values nested deep are cut, never the request ---------------------------------------
 
 
