@@ -671,7 +671,10 @@ def check(path: Path, *, repair: bool = False) -> Health:
     if directory.is_dir():
         names = seg.list_segments(directory)
         health.segments = len(names)
-        health.unfolded_bytes = seg.unfolded_bytes(directory)
+        try:
+            health.unfolded_bytes = seg.unfolded_bytes(directory)
+        except StoreError as exc:
+            health.damaged.append(str(exc))
         for name in names:
             try:
                 offset = 0

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ..errors import StoreError
+
 logger = logging.getLogger(__name__)
 
 MAGIC = b"OTPLOG1\n"
@@ -55,6 +57,8 @@ BAD_SUFFIX = ".bad"
 """Appended to the name of a file that is not a segment (its header is not intact) when the indexer
 sets it aside."""
 CHECKPOINT = "checkpoint.json"
+CHECKPOINT_VERSION = 1
+"""The checkpoint's format; a newer one is refused (:class:`NewerFormat`), never read as this one."""
 INDEX_LOCK = "index.lock"
 SEGMENTS_DIR = "segments"
 
@@ -82,6 +86,10 @@ def encode(kind: bytes, payload: bytes) -> bytes:
 class StoreMoved(OSError):
     """The store a writer appends to is no longer where it was: its directory deleted, moved or
     replaced (a segment open for appending is no longer the file of its name)."""
+
+
+class NewerFormat(StoreError):
+    """A file of the store written by a newer otel-prov, in a format this one does not read."""
 
 
 class NotASegment(ValueError):
@@ -261,6 +269,11 @@ def load_checkpoint(directory: Path) -> dict[str, int]:
     path = directory / CHECKPOINT
     try:
         data = json.loads(path.read_bytes())
+        version = data.get("version", CHECKPOINT_VERSION)
+        if isinstance(version, int) and version > CHECKPOINT_VERSION:
+            raise NewerFormat(f"the checkpoint {path} was written by a newer otel-prov (its version "
+                              f"{version}; this one reads {CHECKPOINT_VERSION}): use that version "
+                              "(nothing was changed)")
         return {str(k): int(v) for k, v in data.get("folded", {}).items()}
     except FileNotFoundError:
         return {}
@@ -273,7 +286,7 @@ def load_checkpoint(directory: Path) -> dict[str, int]:
 def save_checkpoint(directory: Path, folded: dict[str, int]) -> None:
     """Replace the checkpoint atomically and durably."""
     tmp = directory / f"{CHECKPOINT}.{os.getpid()}.{threading.get_ident()}.tmp"
-    data = json.dumps({"version": 1, "folded": folded}, sort_keys=True).encode("utf-8")
+    data = json.dumps({"version": CHECKPOINT_VERSION, "folded": folded}, sort_keys=True).encode("utf-8")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()

@@ -276,6 +276,31 @@ def test_an_unreadable_checkpoint_is_folded_again_not_fatal(
     assert json.loads((directory / segments.CHECKPOINT).read_bytes())["version"] == 1
 
 
+def test_a_checkpoint_of_a_newer_format_is_refused_in_one_line_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A checkpoint's version was never checked: one written by a newer otel-prov was read as this
+    one's.  Now readers refuse it in one line saying so, ``check`` reports it, a writer keeps what
+    it is given in the log, and the file is left as it was."""
+    store = tmp_path / "store"
+    _export_session(store, "before?")
+    path = segments.segments_dir(store) / segments.CHECKPOINT
+    data = json.loads(path.read_bytes())
+    assert data["version"] == segments.CHECKPOINT_VERSION
+    newer = json.dumps({**data, "version": segments.CHECKPOINT_VERSION + 1}).encode()
+    path.write_bytes(newer)
+    capsys.readouterr()
+    assert cli_main(["list", "--store", str(store)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "written by a newer otel-prov" in err
+    assert cli_main(["check", "--store", str(store)]) == 1
+    out, _ = capsys.readouterr()
+    assert "damaged: the checkpoint" in out and "newer otel-prov" in out
+    _export_session(store, "after?")  # appended to the log; folding it waits for the right version
+    assert path.read_bytes() == newer
+    path.write_bytes(json.dumps(data).encode())
+    assert _questions(store, capsys) == ["after?", "before?"]
+
+
 _FORKING_APP = """
 import os, sys
 from opentelemetry.sdk.trace import TracerProvider
