@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool", metavar="NAME", help="only sessions that called this tool")
     p.add_argument("--agent", metavar="NAME", help="only sessions of this agent")
     p.add_argument("--model", metavar="NAME", help="only sessions that called this model")
+    p.add_argument("--service", metavar="NAME",
+                   help="only sessions recorded by this service (its service.name)")
     p.add_argument("--sort", choices=SORTS, default="time", type=str.lower,
                    help="time (newest first, the default), duration (longest first), steps (most first), "
                         "status (failed, unfinished, complete)")

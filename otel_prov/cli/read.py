@@ -43,9 +43,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     where = SessionFilter(since=args.since, until=args.until, text=args.text,
                           status=STATUS_NAMES[args.status] if args.status else None,
-                          tool=args.tool, agent=args.agent, model=args.model, sort=args.sort)
+                          tool=args.tool, agent=args.agent, model=args.model, service=args.service,
+                          sort=args.sort)
     filtered = any((kind, collection is not None, args.since, args.until, args.text, args.status, args.tool,
-                    args.agent, args.model))
+                    args.agent, args.model, args.service))
     limit = args.limit or DEFAULT_LIMIT
     with Reading(args) as store:
         reader = TraceReader(store)

@@ -244,6 +244,8 @@ def _question(c: _Ctx, *, is_session: bool) -> None:
                 c.add(q, NT.wasDerivedFrom, checked_iri(parent))
         except ValueError:
             c.problems.append(f"{A.DERIVED_FROM} is not a valid absolute IRI")
+    if c.rec.service:
+        c.add(q, NT.serviceName, literal(c.rec.service))
     if not is_session:
         # An instant marker: it adds the Question early; the session span adds its span id.
         c.add(q, NT.traceId, trace_id_literal(c.rec.trace_id))

@@ -39,6 +39,19 @@ class SpanRecord:
     events: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     """The span's GenAI events (name, attributes): the ones a dialect may read messages from
     (:data:`EVENT_PREFIX`); other events are not kept."""
+    service: str = ""
+    """Its resource's ``service.name`` ("" when not set: :func:`service_name`)."""
+
+
+SERVICE_NAME = "service.name"
+
+
+def service_name(value: Any) -> str:
+    """A resource's ``service.name`` as recorded: "" for none, and for the SDKs' stand-in when the
+    application set none (``unknown_service``, ``unknown_service:python3``): not the service's name."""
+    if not isinstance(value, str) or value.startswith("unknown_service"):
+        return ""
+    return value.strip()
 
 
 EVENT_PREFIX = ("gen_ai.", "db.query.result")
@@ -124,6 +137,7 @@ class SpanView(NamedTuple):
     info: Any = None
     """What the span's dialect read of it (:class:`otel_prov.mapping.tree.Read`), for a framework span
     the mapping needs; None for a skeleton or one of our spans."""
+    service: str = ""
 
 
 SpanLike: TypeAlias = "SpanRecord | SpanView"
@@ -158,7 +172,14 @@ def from_sdk(span: ReadableSpan) -> SpanRecord:
         status_message=message,
         events=tuple((ev.name, _plain(ev.attributes)) for ev in span.events
                      if ev.name.startswith(EVENT_PREFIX)) if span.events else (),
+        service=_sdk_service(span),
     )
+
+
+def _sdk_service(span: ReadableSpan) -> str:
+    resource = span.resource
+    attributes = resource.attributes if resource is not None else None
+    return service_name(attributes.get(SERVICE_NAME)) if attributes else ""
 
 
 def _plain(attributes: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -188,9 +209,10 @@ _FLAGS_REMOTE = 0x300
 """SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK | SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK: the parent is remote."""
 
 
-def from_otlp(span: Any, problems: list[str] | None = None) -> SpanRecord:
-    """An ``opentelemetry.proto.trace.v1.trace_pb2.Span`` (or one read shallow, :mod:`.otlp`).
-    A value nested too deep is cut (:data:`~.limits.TOO_DEEP`, appended to ``problems``)."""
+def from_otlp(span: Any, problems: list[str] | None = None, service: str = "") -> SpanRecord:
+    """An ``opentelemetry.proto.trace.v1.trace_pb2.Span`` (or one read shallow, :mod:`.otlp`) of the
+    resource whose ``service.name`` is ``service``.  A value nested too deep is cut
+    (:data:`~.limits.TOO_DEEP`, appended to ``problems``)."""
     # Every field access of a protobuf message makes a new Python object: each is read once.
     trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
     if len(trace_id) != 16 or not any(trace_id):
@@ -225,6 +247,7 @@ def from_otlp(span: Any, problems: list[str] | None = None) -> SpanRecord:
         error,
         message,
         kept,
+        service,
     )
 
 
@@ -292,12 +315,13 @@ def otlp_slices(resource_spans: Iterable[Any], size: int, share: tuple[int, int]
     the traces that :func:`trace_share` gives to ``k`` of ``n``."""
     part = OtlpSlice()
     for rs in resource_spans:
+        service = _otlp_service(rs.resource.attributes)
         for ss in rs.scope_spans:
             for span in ss.spans:
                 if share is not None and trace_share(span.trace_id, share[1]) != share[0]:
                     continue
                 try:
-                    part.records.append(from_otlp(span, part.problems))
+                    part.records.append(from_otlp(span, part.problems, service))
                 except InvalidSpan as exc:
                     part.rejected.append(str(exc))
                 except DecodeError as exc:  # a nested value, read shallow, parsed only now
@@ -308,6 +332,13 @@ def otlp_slices(resource_spans: Iterable[Any], size: int, share: tuple[int, int]
                     part = OtlpSlice()
     if len(part):
         yield part
+
+
+def _otlp_service(attributes: Iterable[Any]) -> str:
+    for kv in attributes:
+        if kv.key == SERVICE_NAME and kv.value.WhichOneof("value") == "string_value":
+            return service_name(kv.value.string_value)
+    return ""
 
 
 def trace_share(trace_id: bytes, n: int) -> int:

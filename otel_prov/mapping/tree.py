@@ -195,7 +195,8 @@ def trace_view(span: SpanLike, problems: list[str] | None = None) -> tuple[SpanV
     if read is None:
         return skeleton(span), Kind.OTHER
     view = SpanView(span.trace_id, span.span_id, span.name, span.start_ns, span.end_ns, _EMPTY,
-                    span.parent_id, span.parent_remote, span.error, span.status_message, read)
+                    span.parent_id, span.parent_remote, span.error, span.status_message, read,
+                    span.service)
     return view, view_kind(view)
 
 
@@ -210,7 +211,7 @@ def view_kind(view: SpanLike) -> str:
 def skeleton(span: SpanLike, attrs: Mapping[str, Any] = _EMPTY) -> SpanView:
     """The view of a span needed only for its place in the tree."""
     return SpanView(span.trace_id, span.span_id, span.name, span.start_ns, 0, attrs, span.parent_id,
-                    span.parent_remote, False, "")
+                    span.parent_remote, False, "", None, span.service)
 
 
 def view_size(view: SpanView) -> int:

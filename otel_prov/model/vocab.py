@@ -29,7 +29,8 @@ RAW_TERMS = {"query": "rawQuery", "thought": "rawThought", "arguments": "rawArgu
 
 OTELPROV = ClosedNamespace(
     "https://w3id.org/otel-prov/ns#",
-    ["traceId", "spanId", "collection", "statusMessage", "agentName", "notCaptured", "redacted",
+    ["traceId", "spanId", "collection", "statusMessage", "agentName", "serviceName", "notCaptured",
+     "redacted",
      *RAW_TERMS.values(),
      "startTime", "endTime", "modelProvider", "reasoningTokens", "finishReason",
      "chunkSelection", "rank",
@@ -69,6 +70,7 @@ NT = SimpleNamespace(
     generatedAtTime=_nt(PROV.generatedAtTime),
     traceId=_nt(OTELPROV.traceId), spanId=_nt(OTELPROV.spanId), collection=_nt(OTELPROV.collection),
     statusMessage=_nt(OTELPROV.statusMessage), agentName=_nt(OTELPROV.agentName),
+    serviceName=_nt(OTELPROV.serviceName),
     notCaptured=_nt(OTELPROV.notCaptured), redacted=_nt(OTELPROV.redacted),
     startTime=_nt(OTELPROV.startTime), endTime=_nt(OTELPROV.endTime),
     modelProvider=_nt(OTELPROV.modelProvider), reasoningTokens=_nt(OTELPROV.reasoningTokens),

@@ -107,6 +107,7 @@ def _build(question: str, props: dict[str, Props], children: dict[str, list[str]
         derived_from=first(q, PROV.wasDerivedFrom) or first(q, PROV.wasGeneratedBy),
     )
     trace.agent = first(q, OTELPROV.agentName)
+    trace.service = first(q, OTELPROV.serviceName)
     trace.not_captured = sorted(t.value for t in q.get(str(OTELPROV.notCaptured), []))
     trace.redacted = sorted(t.value for t in q.get(str(OTELPROV.redacted), []))
     error = first(q, OTELPROV.statusMessage)

@@ -150,6 +150,8 @@ class SessionFilter:
     """The agent's name (exactly)."""
     model: str | None = None
     """A model one of its steps called (its name, exactly)."""
+    service: str | None = None
+    """The service that recorded it (its resource's ``service.name``, exactly)."""
     sort: str = "time"
     """The order: ``time`` (newest first), ``duration`` (longest first), ``steps`` (most first),
     ``status`` (failed, unfinished, complete)."""
@@ -350,6 +352,8 @@ class Trace:
     """Sessions derived from the Question itself (not from one of its steps)."""
     agent: str | None = None
     """The agent's name (``otelprov:agentName``), when recorded."""
+    service: str | None = None
+    """The service that recorded it (``otelprov:serviceName``), when recorded."""
     not_captured: list[str] = field(default_factory=list)
     """What the trace did not record of the Question (``otelprov:notCaptured``: ``query``)."""
     redacted: list[str] = field(default_factory=list)

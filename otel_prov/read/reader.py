@@ -342,9 +342,10 @@ def _where(kind: str | None, collection: str | None, where: SessionFilter | None
             if value:
                 tests.append(f"""EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{
     ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q . ?n {predicate} {literal(value)} }} }}""")
-        if where.agent:
-            agent = literal(where.agent)
-            tests.append(f"EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q otelprov:agentName {agent} }} }}")
+        for value, predicate in ((where.agent, "otelprov:agentName"),
+                                 (where.service, "otelprov:serviceName")):
+            if value:
+                tests.append(f"EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q {predicate} {literal(value)} }} }}")
         if where.since:
             tests.append(f"STR(?time0) >= {literal(where.since_bound)}")
         if where.until:

@@ -28,6 +28,7 @@ def trace_dict(trace: Trace, jaeger: str | None = None) -> dict[str, Any]:
         "type": trace.type,
         "question": trace.question,
         "agent": trace.agent,
+        "service": trace.service,
         "notCaptured": trace.not_captured,
         "redacted": trace.redacted,
         "time": trace.time,

@@ -237,6 +237,8 @@ def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list
     lines += _field("Question", question_text(trace), "")
     if trace.agent:
         lines.append(f"Agent: {trace.agent}")
+    if trace.service:
+        lines.append(f"Service: {trace.service}")
     if trace.time:
         lines.append(f"Time: {shown_time(trace.time)}")
     if trace.trace_id:

@@ -189,7 +189,8 @@ class View:
                               text=wanted["q"].strip() or None,
                               status=STATUS_NAMES.get(wanted["status"]),
                               tool=wanted["tool"] or None, agent=wanted["agent"] or None,
-                              model=wanted["model"] or None, sort=wanted["sort"] or "time")
+                              model=wanted["model"] or None, service=wanted["service"] or None,
+                              sort=wanted["sort"] or "time")
         return wanted, {"kind": TYPES.get(wanted["type"]),
                         "collection": wanted["collection"] or None, "where": where}
 
@@ -460,7 +461,7 @@ class View:
     def api_index(self, request: Request) -> Response:
         return JSONResponse({"endpoints": {
             "/api/sessions": "sessions, newest first: ?type=agent|graphrag|docrag&collection=&since=&until="
-                             "&q=&status=complete|failed|unfinished&tool=&agent=&model="
+                             "&q=&status=complete|failed|unfinished&tool=&agent=&model=&service="
                              "&sort=time|duration|steps|status&offset=&limit=",
             "/api/sessions/{iri}": "one session (the same JSON as 'otel-prov show --format json')",
             "/api/trace/{trace_id}": "the session recorded from a Jaeger trace id",
@@ -474,7 +475,8 @@ class View:
 
 
 CROSS_SITE = "query not run: the request came from a page of another site"
-FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent", "model", "sort")
+FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent", "model", "service",
+           "sort")
 """The list's and the API's filters (query parameters)."""
 STATUSES = ("complete", "failed", "unfinished")
 

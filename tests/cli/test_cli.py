@@ -34,7 +34,7 @@ from otel_prov.render import LIST_FORMATS, TRACE_FORMATS
 from otel_prov.render.rdf import EXPORT_FORMATS
 from otel_prov.render.results import RESULT_FORMATS
 from otel_prov.stores import open_for_reading, parse_store
-from tests.support.cli import Filled, cli, fill, one_error_line
+from tests.support.cli import OTHER_SERVICE, SERVICE, Filled, cli, fill, one_error_line
 from tests.support.graphs import assert_isomorphic
 
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -155,9 +155,10 @@ def test_show_agent_text(filled: Filled, capsysbinary: Any) -> None:
     assert lines[0] == f"=== Agent Session: {agent.explain_id} ==="
     assert lines[1] == ""
     assert lines[2] == f"Question: {agent.question}"
-    assert TIME.fullmatch(lines[3].removeprefix("Time: "))
-    assert lines[4] == f"Trace ID: {agent.trace_id}"
-    assert lines[5] == "Collection: default"
+    assert lines[3] == f"Service: {SERVICE}"
+    assert TIME.fullmatch(lines[4].removeprefix("Time: "))
+    assert lines[5] == f"Trace ID: {agent.trace_id}"
+    assert lines[6] == "Collection: default"
     assert not any(line.startswith("Jaeger:") for line in lines)
     # every cycle, in order, with thought, action, pretty-printed arguments and observation
     for n, turn in enumerate(agent.turns, 1):
@@ -1055,6 +1056,10 @@ def test_list_filters_by_status_text_tool_and_time(filled: Filled, capsysbinary:
     assert ids("--text", "19949.2") == {filled.agent.explain_id}
     assert filled.agent.explain_id in ids("--tool", "calculator")
     assert ids("--tool", "no_such_tool") == set()
+    # the service that recorded them (the resource's service.name)
+    assert ids("--service", OTHER_SERVICE) == {filled.other.explain_id}
+    assert ids("--service", SERVICE) == everything - {filled.other.explain_id}
+    assert ids("--service", "unknown_service") == set()
     assert ids("--since", "2000-01-01") == everything and ids("--until", "2000-01-01") == set()
     r = cli(capsysbinary, "list", "--store", store, "--limit", "2")
     assert r.code == 0 and f"({len(everything) - 2} more: --limit N shows more)" in r.err

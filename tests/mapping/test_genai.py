@@ -16,15 +16,19 @@ from typing import Any
 import pytest
 import rdflib
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
 from otel_prov import ProvSpanExporter, agent_session, spans_to_dataset
+from otel_prov import attributes as A
 from otel_prov.mapping.agents import NO_QUERY
 from otel_prov.mapping.mapper import FORGOTTEN_WAITING, LATE_SPAN, TRACE_TOO_BIG, TraceMapper
-from otel_prov.mapping.spans import SpanRecord, from_sdk
+from otel_prov.mapping.spans import SpanRecord, from_sdk, records_from_otlp
 from otel_prov.mapping.tree import PARENT_LOOP, trace_view
 from otel_prov.model.terms import isoformat_ns
 from tests.support.genai import MS, T0, TRACE_ID, FixedIds, S, make
@@ -873,6 +877,38 @@ def test_openllmetry_decorators_entity_input_and_output() -> None:
     assert objects(ds, "https://trustgraph.ai/ns/arguments") == {'{"city": "Rome"}'}
     assert objects(ds, "https://trustgraph.ai/ns/observation") == {"mild"}
     assert objects(ds, "https://w3id.org/otel-prov/ns#agentName") == {"planner"}
+
+
+def test_the_service_that_recorded_a_session() -> None:
+    """The resource's service.name is recorded on each Question (sub-traces too), from SDK spans and
+    from the same spans as OTLP; the SDKs' stand-in for none (``unknown_service...``) is not a name."""
+    tree = S("invoke_agent planner", 0, 50, {A.GEN_AI_OPERATION_NAME: "invoke_agent",
+                                               A.GEN_AI_AGENT_NAME: "planner"}, [
+        S("execute_tool weather", 2, 10, {A.GEN_AI_OPERATION_NAME: "execute_tool",
+                                          A.GEN_AI_TOOL_NAME: "weather"}),
+    ])
+    service = "https://w3id.org/otel-prov/ns#serviceName"
+    spans = make(tree, resource=Resource.create({"service.name": "travel-desk"}))
+    ds = spans_to_dataset(spans)
+    assert objects(ds, service) == {"travel-desk"}
+    assert len(list(ds.quads((None, rdflib.URIRef(service), None, None)))) == 1  # on the Question only
+    request = ExportTraceServiceRequest.FromString(encode_spans(spans).SerializeToString())
+    records, rejected = records_from_otlp(request.resource_spans)
+    assert not rejected and {r.service for r in records} == {"travel-desk"}
+    for unnamed in ({}, {"service.name": "unknown_service:python3"}, {"service.name": "unknown_service"}):
+        assert objects(spans_to_dataset(make(tree, resource=Resource(unnamed))), service) == set()
+    # our helper API's sessions
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "helpdesk"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with agent_session("Capital of France?", tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.action("knowledge-query", {"q": "capital of France"})
+            step.observation("Paris")
+        session.conclude("Paris")
+    provider.shutdown()
+    ds = spans_to_dataset(memory.get_finished_spans())
+    assert objects(ds, service) == {"helpdesk"}
 
 
 def chat_call(n: int, requests: list[str], results: list[str]) -> list[SpanRecord]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -49,23 +50,31 @@ class Filled:
     graph: RagResult
     docs: RagResult
     other: RagResult
-    """A DocRAG query in collection "other"."""
+    """A DocRAG query in collection "other", recorded by the service :data:`OTHER_SERVICE` (the
+    rest by :data:`SERVICE`)."""
     unfinished: str
     """The Question IRI of an agent session that stopped before answering (out of steps)."""
     failed: str
     """The Question IRI of an agent session whose policy failed in its second cycle."""
 
 
+SERVICE, OTHER_SERVICE = "cli-tests", "spree-desk"
+
+
 def fill(path: Path, profile: str = "seed", more: Callable[[TracerProvider], None] | None = None) -> Filled:
     """The example flows, another collection, an unfinished and a failed session (then ``more``)."""
     exporter = ProvSpanExporter(store=str(path), profile=profile)
-    provider = TracerProvider()
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # a second service writing to the same store (not shut down: that would close the exporter)
+    elsewhere = TracerProvider(resource=Resource.create({"service.name": OTHER_SERVICE}),
+                               shutdown_on_exit=False)
+    elsewhere.add_span_processor(SimpleSpanProcessor(exporter))
     try:
         agent = run_agent(tracer_provider=provider)
         graph = graph_rag(tracer_provider=provider)
         docs = doc_rag(tracer_provider=provider)
-        other = doc_rag("Where does the Spree flow?", tracer_provider=provider, collection="other")
+        other = doc_rag("Where does the Spree flow?", tracer_provider=elsewhere, collection="other")
         run_agent("What is the population of Berlin?", tracer_provider=provider, max_steps=1)
         with pytest.raises(PolicyError):
             run_agent("What is the area of Italy?", policy=StopAfter(1), tracer_provider=provider)

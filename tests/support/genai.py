@@ -10,6 +10,7 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -50,10 +51,11 @@ class S:
     kind: SpanKind = SpanKind.INTERNAL
 
 
-def make(root: S, trace_id: int = TRACE_ID) -> list[ReadableSpan]:
-    """The tree as real SDK spans, in the order they end (children first)."""
+def make(root: S, trace_id: int = TRACE_ID, resource: Resource | None = None) -> list[ReadableSpan]:
+    """The tree as real SDK spans, in the order they end (children first); ``resource``: the
+    provider's (the SDK's default: no service name set)."""
     memory = InMemorySpanExporter()
-    provider = TracerProvider(id_generator=FixedIds(trace_id))
+    provider = TracerProvider(id_generator=FixedIds(trace_id), resource=resource or Resource.create())
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("tests.genai")
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 from opentelemetry.sdk import trace as sdk_trace
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -60,7 +61,7 @@ def scripted_provider(monkeypatch: pytest.MonkeyPatch, *, times: Sequence[int], 
     clock = Script("clock reading", times)
     ids = ScriptedIds(trace_ids, span_ids)
     memory = InMemorySpanExporter()
-    provider = TracerProvider(id_generator=ids)
+    provider = TracerProvider(id_generator=ids, resource=Resource.create({"service.name": "golden-agents"}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
     with monkeypatch.context() as patch:
         patch.setattr(sdk_trace, "time_ns", clock)

@@ -34,6 +34,7 @@ from otel_prov.stores import parse_store
 from otel_prov.stores.oxigraph import OxigraphStore
 from otel_prov.web import app as web_app
 from otel_prov.web import runner, session_url
+from tests.support.cli import OTHER_SERVICE
 from tests.support.webdata import ESC, LONG, SCRIPT, Recorded, long_session, record, serve
 
 
@@ -797,10 +798,15 @@ def test_the_list_and_the_api_filter_by_status_text_and_tool(view: str, recorded
     assert ids(status="error") == {recorded.failed} == ids(status="FAILED", type="Agent", sort="Steps")
     assert ids(q="19949.2") == {recorded.agent.explain_id}  # only in an observation
     assert recorded.agent.explain_id in ids(tool="calculator") and ids(tool="nothing") == set()
+    assert ids(service=OTHER_SERVICE) == {recorded.other.explain_id}
     assert get(view + "/api/sessions", params={"status": "broken"}).status_code == 400
     page = get(view + "/", params={"status": "unfinished"}).text
     assert recorded.unfinished in page and recorded.agent.explain_id not in page
-    assert 'name="tool"' in page and 'name="status"' in page
+    assert 'name="tool"' in page and 'name="status"' in page and 'name="service"' in page
+    page = get(view + "/", params={"service": OTHER_SERVICE}).text
+    assert recorded.other.explain_id in page and recorded.agent.explain_id not in page
+    session = get(view + "/sessions/" + recorded.other.explain_id).text
+    assert f"<dt>Service</dt><dd>{OTHER_SERVICE}</dd>" in session
 
 
 def test_the_dashboard_and_the_downloads(view: str, recorded: Recorded) -> None:
