@@ -225,9 +225,15 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if given and given[0].startswith("-") and given[0] not in ("-h", "--help", "--version"):
+        command = next((a for a in given if a in sub.choices), None)
+        if command is not None:  # argparse would take the option's value for the command
+            parser.error(f"{given[0].split('=')[0]} goes after the command: "
+                         f"otel-prov {command} {' '.join(a for a in given if a != command)}")
+    args, extra = parser.parse_known_args(given)
     if extra:  # the subcommand's own usage, not the top-level one
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args))

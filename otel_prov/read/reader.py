@@ -252,6 +252,17 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         tops = [r["n"] for r in rows if "query" in r and "parent" not in r]
         return tops[0] if tops else self.find_question(rows[0]["n"])
 
+    def trace_id_of(self, ref: str) -> str:
+        """The whole trace id that ``ref`` (a trace id, or a unique prefix of one: 6 hex digits or
+        more) names; :class:`TraceNotFound` for none, or more than one (listing them)."""
+        ref = ref.strip().lower()
+        if is_trace_id(ref) or not is_trace_id_prefix(ref):
+            return ref
+        rows = self.select(f"""
+SELECT DISTINCT ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?n otelprov:traceId ?t
+  FILTER(STRSTARTS(?t, "{ref}")) }} }} ORDER BY ?t LIMIT {MAX_CANDIDATES + 1}""")
+        return self._one(ref, rows, "t", "trace id", "starts")
+
     def question_of(self, ref: str) -> str:
         """The Question of a session named by ``ref`` as people paste it: the IRI of its Question or
         of any of its nodes (:meth:`find_question`), the OpenTelemetry trace id it was recorded from
@@ -262,10 +273,7 @@ SELECT ?n ?query ?parent WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{
         if is_trace_id(ref):
             return self.session_of_trace(ref)
         if is_trace_id_prefix(ref):
-            rows = self.select(f"""
-SELECT DISTINCT ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?n otelprov:traceId ?t
-  FILTER(STRSTARTS(?t, "{ref.lower()}")) }} }} ORDER BY ?t LIMIT {MAX_CANDIDATES + 1}""")
-            return self.session_of_trace(self._one(ref.lower(), rows, "t", "trace id", "starts"))
+            return self.session_of_trace(self.trace_id_of(ref))
         if is_uuid(ref):
             rows = self.select(f"""
 SELECT DISTINCT ?q WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q tg:query ?text

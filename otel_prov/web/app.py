@@ -342,25 +342,28 @@ class View:
             return JSONResponse({"error": str(exc)}, status_code=404)
         return JSONResponse(trace_dict(shown.trace, self.config.jaeger_url))
 
-    def _session_of_trace(self, trace_id: str) -> str:
+    def _session_of_trace(self, ref: str) -> tuple[str, str]:
+        """The whole trace id that ``ref`` names (itself, or a unique prefix of it, as the CLI takes
+        it), and the session recorded from that trace."""
         with self.store() as store:
-            return TraceReader(store).session_of_trace(trace_id)
+            reader = TraceReader(store)
+            trace_id = reader.trace_id_of(ref)
+            return trace_id, reader.session_of_trace(trace_id)
 
     def trace_page(self, request: Request) -> Response:
         trace_id = request.path_params["trace_id"]
         try:
-            iri = self._session_of_trace(trace_id)
+            _, iri = self._session_of_trace(trace_id)
         except (TraceNotFound, StoreNotFound) as exc:
             return self.problem(request, 404, "No session for this trace", str(exc), trace_id=trace_id)
         return RedirectResponse(session_url(iri), status_code=303)
 
     def api_trace(self, request: Request) -> Response:
-        trace_id = request.path_params["trace_id"]
         try:
-            iri = self._session_of_trace(trace_id)
+            trace_id, iri = self._session_of_trace(request.path_params["trace_id"])
         except (TraceNotFound, StoreNotFound) as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
-        return JSONResponse({"traceId": trace_id.lower(), "session": iri, "url": session_url(iri)})
+        return JSONResponse({"traceId": trace_id, "session": iri, "url": session_url(iri)})
 
     # -- SPARQL -----------------------------------------------------------------------------------
 
@@ -611,6 +614,16 @@ def create_app(config: UiSettings) -> Starlette:
         return view.problem(request, 404, "Not found", f"nothing at {request.url.path}",
                             api=request.url.path.startswith("/api"))
 
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        methods = sorted(m.strip() for m in (getattr(exc, "headers", None) or {}).get("Allow", "").split(","))
+        allowed = {"Allow": ", ".join(methods)} if any(methods) else {}  # Starlette's order varies
+        response = view.problem(request, 405, "Method not allowed",
+                                f"{request.method[:20]} is not allowed on {request.url.path}"
+                                + (f" (only {allowed['Allow']})" if "Allow" in allowed else ""),
+                                api=request.url.path.startswith("/api"))
+        response.headers.update(allowed)
+        return response
+
     async def store_failed(request: Request, exc: Exception) -> Response:
         """The store could not be read for this request (a server down, a damaged store): a page
         (or ``{"error": ...}``) saying so, and one log line; never a traceback."""
@@ -627,4 +640,5 @@ def create_app(config: UiSettings) -> Starlette:
         return response
 
     return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=_guard(view))],
-                     exception_handlers={404: not_found, StoreError: store_failed, Exception: failed})
+                     exception_handlers={404: not_found, 405: not_allowed, StoreError: store_failed,
+                                         Exception: failed})

@@ -1013,6 +1013,10 @@ def test_usage_errors_print_the_subcommands_usage_and_one_error_line() -> None:
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("usage: otel-prov list ")
     assert unknown.stderr.splitlines()[-1] == "otel-prov list: error: unrecognized arguments: --bogus"
+    # an option put before its command: argparse took its value for the command
+    before = _process("--log-level", "debug", "serve")
+    assert before.returncode == 2 and before.stderr.splitlines()[-1] == \
+        "otel-prov: error: --log-level goes after the command: otel-prov serve --log-level debug"
     level = _process("serve", "--log-level", "verbose", "--store", "memory:")
     assert level.returncode == 2 and "Traceback" not in level.stderr
     last = level.stderr.splitlines()[-1]

@@ -266,6 +266,22 @@ def test_trace_id_resolves_to_its_session(view: str, recorded: Recorded) -> None
     api = get(view + f"/api/trace/{recorded.graph.trace_id}").json()
     assert api == {"traceId": recorded.graph.trace_id, "session": recorded.graph.explain_id,
                    "url": session_url(recorded.graph.explain_id)}
+    # the short id Jaeger's search page shows, as the CLI and /sessions/ take it
+    short = recorded.graph.trace_id[:8].upper()
+    assert get(view + f"/api/trace/{short}").json() == api
+    r = get(view + f"/trace/{short}", allow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == session_url(recorded.graph.explain_id)
+
+
+def test_a_method_not_allowed_is_said_as_the_rest(view: str) -> None:
+    """405 was Starlette's bare text, where every other API error is JSON and every page a page."""
+    r = requests.delete(view + "/api/sessions", timeout=10)
+    assert r.status_code == 405 and r.headers["content-type"].startswith("application/json")
+    assert r.json() == {"error": "DELETE is not allowed on /api/sessions (only GET, HEAD)"}
+    assert r.headers["allow"] == "GET, HEAD"
+    r = requests.put(view + "/", timeout=10)
+    assert r.status_code == 405 and r.headers["content-type"].startswith("text/html")
+    assert "Method not allowed" in r.text
 
 
 @pytest.mark.parametrize("trace_id", ["0" * 32, "not-a-trace-id", "abc"])
