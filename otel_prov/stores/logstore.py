@@ -35,7 +35,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -60,7 +60,16 @@ from .indexer import (
     index_held,
     wait_folded,
 )
-from .oxigraph import Locked, OxigraphStore, check_index, check_not_a_file, prepare_directory
+from .oxigraph import (
+    COMPACTED,
+    SNAPSHOT_WAIT,
+    Compacted,
+    Locked,
+    OxigraphStore,
+    check_index,
+    check_not_a_file,
+    prepare_directory,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +83,26 @@ FINAL_FOLD_BYTES = FOLD_BYTES // 8
 HAND_OVER_BYTES = 1024 * 1024
 """A closing exporter hands the fold to a background process (:mod:`.folder`) when at least this
 much of the log is left to fold (less folds here in milliseconds: not worth starting a process)."""
+
+
+def log_backlog(path: Path, every: float = 0.25) -> Callable[[], int]:
+    """A probe of how many bytes of the log of the on-disk store at ``path`` are not folded into its
+    index yet: read from the directory at most every ``every`` seconds (it lists the segments)."""
+    last = [0.0, 0]
+    lock = threading.Lock()
+
+    def backlog() -> int:
+        with lock:
+            now = time.monotonic()
+            if now - last[0] >= every:
+                try:
+                    last[1] = seg.unfolded_bytes(seg.segments_dir(path))
+                except (OSError, StoreError):
+                    last[1] = 0  # a store that cannot be read says so by its writes
+                last[0] = now
+            return int(last[1])
+
+    return backlog
 
 
 class IndexerService:
@@ -451,10 +480,6 @@ def fold(path: Path) -> int | None:
         index.close()
 
 
-SNAPSHOT_WAIT = 2.0
-"""Seconds a reader retries opening a snapshot of an index that is being compacted."""
-_COMPACTED = "No such file"
-"""How RocksDB says a file the snapshot's manifest names is gone (compacted meanwhile)."""
 _BEING_CREATED = ("Column family not found", "only possible on read-write")
 """How RocksDB says the index is being created (its column families appear one by one)."""
 
@@ -473,7 +498,7 @@ def _snapshot(path: Path) -> OxigraphStore | None:
         except StoreError as exc:
             if any(sign in str(exc) for sign in _BEING_CREATED):
                 return None
-            if _COMPACTED not in str(exc) or time.monotonic() > deadline:
+            if COMPACTED not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(min(0.01 * (attempt + 1), 0.1))
     raise AssertionError("unreachable")
@@ -508,34 +533,31 @@ def _read(path: Path) -> OxigraphStore:
     reaches at least as far as what the snapshot holds, so replaying it in each writer's order gives
     every quad the state its last operation says, whatever part of it the snapshot already had
     (:mod:`.indexer`).  A listed segment gone when it is read was folded and deleted meanwhile,
-    perhaps after the snapshot was taken: then the reader starts again."""
+    perhaps after the snapshot was taken, or a table file of the snapshot compacted away before it
+    was copied: then the reader starts again."""
     directory = seg.segments_dir(path)
     _check_index(path, directory)  # an index that lost its CURRENT: said, never read as if it were empty
-    for attempt in range(READ_TRIES):
+    for _ in range(READ_TRIES):
         folded = seg.load_checkpoint(directory)
         names = seg.list_segments(directory)
         index = _snapshot(path) if (path / "CURRENT").exists() else None
         try:
             read = _unfolded(directory, names, folded)
-        except BaseException:
+            if read is None:
+                continue
+            if not any(read[0]):
+                kept, index = index, None  # handed to the caller, who closes it
+                return kept if kept is not None else OxigraphStore(None)
+            memory = index.copy() if index is not None else OxigraphStore(None)
+            break
+        except Compacted:
+            continue
+        finally:
             if index is not None:
                 index.close()
-            raise
-        if read is not None or attempt == READ_TRIES - 1:
-            break
-        if index is not None:
-            index.close()
-    if read is None:
+    else:
         raise StoreError(f"the log at {directory} kept changing while it was read; try again")
     sequences, left = read
-    if not any(sequences):
-        return index if index is not None else OxigraphStore(None)
-    memory = OxigraphStore(None)
-    if index is not None:
-        try:
-            memory.inner.bulk_extend(index.inner.quads_for_pattern(None, None, None, None))
-        finally:
-            index.close()
     apply_records(memory.inner, sequences)
     logger.debug("otel-prov: read %s with %d records of its log not folded yet", path,
                  sum(len(s) for s in sequences))

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyoxigraph
 import rdflib
@@ -27,6 +30,14 @@ BULK_THRESHOLD = 2000
 SIDE_BY_SIDE_PART_BYTES = 256 * 1024
 """:meth:`OxigraphStore.add_side_by_side` splits a write into parts of at least this size."""
 MAX_SIDE_BY_SIDE = 4
+
+
+T = TypeVar("T")
+
+SNAPSHOT_WAIT = 2.0
+"""Seconds a reader retries a snapshot of an index that is being compacted."""
+COMPACTED = "No such file"
+"""How RocksDB says a table file the snapshot's manifest names is gone (compacted meanwhile)."""
 
 
 _FORMATS = {
@@ -46,8 +57,16 @@ class OxigraphStore:
         self.snapshot = snapshot
         """Opened read-only because another process holds the index (it sees the index as it was
         when opened, and cannot be written or flushed)."""
-        self._store: pyoxigraph.Store | None = (
-            pyoxigraph.Store() if path is None else _rocksdb(path, snapshot=snapshot))
+        self._pinned: Path | None = None
+        """Where the snapshot's files are pinned (:func:`pin`), removed on close."""
+        if path is not None and snapshot:
+            self._pinned = pin(path)
+        try:
+            self._store: pyoxigraph.Store | None = (pyoxigraph.Store() if path is None else
+                                                    _rocksdb(path, snapshot=snapshot, pinned=self._pinned))
+        except BaseException:
+            _unpin(self._pinned)
+            raise
         self._on_close = on_close
 
     @property
@@ -88,22 +107,52 @@ class OxigraphStore:
         """A query with pyoxigraph's own results (this backend only; readers use :meth:`select`)."""
         return self.inner.query(sparql)
 
+    def reading(self, read: Callable[[pyoxigraph.Store], T]) -> T:
+        """``read(store)``, whole.  A snapshot that could not be pinned (:func:`pin`) opens its
+        index's table files as it first needs them: one the indexing process compacted away since is
+        gone (``FileNotFoundError``), and the snapshot is opened again (it then sees the index as it
+        is now, which holds at least what it held) and ``read`` run again, for up to
+        :data:`SNAPSHOT_WAIT` seconds.  Any other failure to read is a :class:`StoreError`."""
+        deadline = time.monotonic() + SNAPSHOT_WAIT
+        store, pause = self.inner, 0.01
+        while True:
+            try:
+                return read(store)
+            except OSError as exc:
+                if not (self.snapshot and COMPACTED in str(exc)) or time.monotonic() > deadline:
+                    raise StoreError(f"cannot read the store at {self.path}: {exc}") from exc
+            while True:  # open the snapshot again (its manifest may name a file compacted meanwhile)
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+                try:
+                    path = Path(str(self.path))
+                    _unpin(self._pinned)
+                    self._pinned = pin(path)
+                    store = self._store = _rocksdb(path, snapshot=True, pinned=self._pinned)
+                    break
+                except StoreError as exc:
+                    if COMPACTED not in str(exc) or time.monotonic() > deadline:
+                        raise
+
     # -- the read protocol (:class:`~otel_prov.stores.base.ReadStore`) ----------------------------
 
     def select(self, sparql: str) -> list[Row]:
-        results = self.inner.query(sparql, prefixes=PREFIXES)
-        if not isinstance(results, pyoxigraph.QuerySolutions):
-            raise ValueError("not a SELECT query")
-        names = [v.value for v in results.variables]
-        return [{n: from_oxigraph(sol[n]) for n in names if sol[n] is not None} for sol in results]
+        def rows(store: pyoxigraph.Store) -> list[Row]:
+            results = store.query(sparql, prefixes=PREFIXES)
+            if not isinstance(results, pyoxigraph.QuerySolutions):
+                raise ValueError("not a SELECT query")
+            names = [v.value for v in results.variables]
+            return [{n: from_oxigraph(sol[n]) for n in names if sol[n] is not None} for sol in results]
+
+        return self.reading(rows)
 
     def ask(self, sparql: str) -> bool:
-        return bool(self.inner.query(sparql, prefixes=PREFIXES))
+        return self.reading(lambda store: bool(store.query(sparql, prefixes=PREFIXES)))
 
     def run_query(self, sparql: str) -> QueryResult:
         """Raises :class:`SyntaxError` on a syntax error, :class:`StoreError` when evaluation fails."""
-        try:
-            result = self.inner.query(sparql, prefixes=PREFIXES, use_default_graph_as_union=True)
+        def result_of(store: pyoxigraph.Store) -> QueryResult:
+            result = store.query(sparql, prefixes=PREFIXES, use_default_graph_as_union=True)
             if isinstance(result, pyoxigraph.QueryBoolean):
                 return QueryResult("ask", boolean=bool(result))
             if isinstance(result, pyoxigraph.QueryTriples):
@@ -111,13 +160,36 @@ class OxigraphStore:
             names = [v.value for v in result.variables]
             rows = [{n: from_oxigraph(sol[n]) for n in names if sol[n] is not None} for sol in result]
             return QueryResult("select", variables=names, rows=rows)
-        except (OSError, RuntimeError, ValueError) as exc:  # evaluation: SERVICE, LOAD, ...
+
+        try:
+            return self.reading(result_of)
+        except (RuntimeError, ValueError) as exc:  # evaluation: SERVICE, LOAD, ...
             raise StoreError(f"the query failed: {exc}") from exc
+        except StoreError as exc:
+            raise StoreError(f"the query failed: {exc.__cause__ or exc}") from exc
 
     def quads(self, graph: str | None = None) -> Iterator[QuadTerms]:
+        """The quads, as they are read (a snapshot's table file compacted away meanwhile is a
+        :class:`StoreError`: what was yielded cannot be taken back)."""
         name = pyoxigraph.NamedNode(graph) if graph is not None else None
-        for q in self.inner.quads_for_pattern(None, None, None, name):
-            yield from_quad(q)
+        try:
+            for q in self.inner.quads_for_pattern(None, None, None, name):
+                yield from_quad(q)
+        except OSError as exc:
+            raise StoreError(f"cannot read the store at {self.path}: {exc}") from exc
+
+    def copy(self) -> OxigraphStore:
+        """An in-memory copy of every quad, of the snapshot as it was opened: :class:`Compacted`
+        when a table file it needs was compacted away meanwhile (not retried here: a reader that
+        replays the log over the copy must read the log again with a new snapshot)."""
+        memory = OxigraphStore(None)
+        try:
+            memory.inner.bulk_extend(self.inner.quads_for_pattern(None, None, None, None))
+        except OSError as exc:
+            if self.snapshot and COMPACTED in str(exc):
+                raise Compacted(f"the index at {self.path} was compacted while it was read: {exc}") from exc
+            raise StoreError(f"cannot read the store at {self.path}: {exc}") from exc
+        return memory
 
     def count(self, graph: str | None = None) -> int:
         where = f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph is not None else "GRAPH ?g { ?s ?p ?o }"
@@ -126,9 +198,10 @@ class OxigraphStore:
     def dump(self, fmt: str) -> bytes:
         rdf_format = _FORMATS[fmt]
         if rdf_format in (pyoxigraph.RdfFormat.TURTLE, pyoxigraph.RdfFormat.N_TRIPLES):
-            out = self.inner.dump(format=rdf_format, from_graph=pyoxigraph.NamedNode(GRAPH_RETRIEVAL))
+            out = self.reading(lambda store: store.dump(format=rdf_format,
+                                                        from_graph=pyoxigraph.NamedNode(GRAPH_RETRIEVAL)))
         else:
-            out = self.inner.dump(format=rdf_format)
+            out = self.reading(lambda store: store.dump(format=rdf_format))
         return out or b""
 
     def to_dataset(self) -> rdflib.Dataset:
@@ -153,6 +226,8 @@ class OxigraphStore:
             del store
             if shared:
                 gc.collect()
+            _unpin(self._pinned)
+            self._pinned = None
             if on_close is not None:
                 on_close()
 
@@ -195,20 +270,115 @@ def bulk_load_side_by_side(store: pyoxigraph.Store, parts: list[bytes]) -> None:
         raise errors[0]
 
 
+class Compacted(StoreError):
+    """A snapshot's table file was compacted away by the indexing process while it was read."""
+
+
 class Locked(StoreError):
     """Another process holds the on-disk store (RocksDB's lock)."""
 
 
-def _rocksdb(path: Path, *, snapshot: bool = False) -> pyoxigraph.Store:
-    """The on-disk store at ``path`` (a read-only snapshot when ``snapshot``); every failure is a
-    :class:`StoreError` naming the path (RocksDB reports corruption as ``RuntimeError``)."""
+def _rocksdb(path: Path, *, snapshot: bool = False, pinned: Path | None = None) -> pyoxigraph.Store:
+    """The on-disk store at ``path`` (a read-only snapshot when ``snapshot``, of its files pinned at
+    ``pinned`` if given: :func:`pin`); every failure is a :class:`StoreError` naming the path
+    (RocksDB reports corruption as ``RuntimeError``)."""
     check_index(path)
     try:
-        return pyoxigraph.Store.read_only(str(path)) if snapshot else pyoxigraph.Store(str(path))
+        if snapshot:
+            return pyoxigraph.Store.read_only(str(pinned or path))
+        return pyoxigraph.Store(str(path))
     except (OSError, RuntimeError) as exc:
         if not snapshot and "lock" in str(exc).lower():
             raise Locked(str(exc)) from exc
-        raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        text = str(exc).replace(str(pinned), str(path)) if pinned is not None else str(exc)
+        raise StoreError(f"cannot open the store at {path}: {text}") from exc
+
+
+PIN_PREFIX = "otel-prov-snapshot-"
+
+
+def pin(path: Path) -> Path | None:
+    """The files of the index at ``path`` hard-linked into a new directory on the same file system
+    (the system's temporary directory when it is on the same device as the store, else the store's
+    parent): a snapshot opened there keeps its table files, whatever the indexing process compacts
+    away meanwhile (RocksDB opens table files as it first needs them, by name: a file compacted
+    away under a snapshot failed its reader, with a traceback, a panic or, in a COUNT, gigabytes of
+    memory).  The store itself is not written.  None when no such directory can be made (a
+    read-only file system, where nothing is compacted either): the snapshot is opened in place.
+
+    The order makes it consistent: the write-ahead logs first (what a later manifest may not hold
+    yet), then ``CURRENT`` and its manifest copied (not linked: it is appended to), then the table
+    files.  A table file the copied manifest names but compacted away before it was linked makes
+    the open fail with "No such file", and the caller opens again."""
+    try:
+        device = path.stat().st_dev
+    except OSError:
+        return None
+    for parent in (Path(tempfile.gettempdir()), path.parent):
+        try:
+            if parent.stat().st_dev != device:
+                continue
+            _remove_stale_pins(parent)
+            where = Path(tempfile.mkdtemp(prefix=f"{PIN_PREFIX}{os.getpid()}-", dir=parent))
+        except OSError:
+            continue
+        try:
+            _link_index(path, where)
+            return where
+        except OSError:
+            _unpin(where)
+    return None
+
+
+def _link_index(path: Path, where: Path) -> None:
+    names = os.listdir(path)
+    for name in names:
+        if name.endswith(".log"):
+            _link(path / name, where / name)
+    current = (path / "CURRENT").read_bytes()
+    manifest = current.decode("ascii", "replace").strip()
+    (where / "CURRENT").write_bytes(current)
+    if manifest and "/" not in manifest:
+        (where / manifest).write_bytes((path / manifest).read_bytes())
+    for name in os.listdir(path):
+        if name.endswith((".sst", ".blob")) or name.startswith("OPTIONS-") or name == "IDENTITY":
+            _link(path / name, where / name)
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except FileNotFoundError:
+        pass  # deleted meanwhile: if the manifest names it, opening says so (and is tried again)
+    except FileExistsError:
+        pass
+
+
+def _unpin(where: Path | None) -> None:
+    if where is not None:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def _remove_stale_pins(parent: Path) -> None:
+    """Pinned snapshots left in ``parent`` by processes that died before closing them."""
+    try:
+        entries = list(parent.glob(f"{PIN_PREFIX}*"))
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(PIN_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            _unpin(entry)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def check_index(path: Path) -> None:

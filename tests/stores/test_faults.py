@@ -21,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,11 +44,20 @@ from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import from_otlp, from_sdk
 from otel_prov.model.profiles import SEED
 from otel_prov.model.quads import nquads
+from otel_prov.read.reader import TraceReader
+from otel_prov.serve.receiver import Receiver
 from otel_prov.serve.server import Server
 from otel_prov.settings import ServeSettings
-from otel_prov.stores import StoreSpec, open_for_reading, parse_store, segments
+from otel_prov.stores import (
+    StoreSpec,
+    backlog_probe,
+    open_for_reading,
+    open_for_writing,
+    parse_store,
+    segments,
+)
 from otel_prov.stores.indexer import Indexer, IndexLock
-from otel_prov.stores.oxigraph import OxigraphStore
+from otel_prov.stores.oxigraph import PIN_PREFIX, OxigraphStore
 from tests.support import mounts
 from tests.support.genai import genai_traces
 from tests.support.graphs import assert_isomorphic
@@ -454,6 +465,88 @@ def test_readers_never_write_or_lock_the_store(tmp_path: Path) -> None:
         assert _cli(store, *args).returncode == 0
     assert_isomorphic(spans_to_dataset(first + second), load_dataset(str(store)))
     assert mounts.tree_state(store) == before, "a reader changed the store"
+
+
+def _fill_index(store: Path, rounds: int, first: int = 0) -> None:
+    """``rounds`` small writes to the index, each flushed to a table file of its own (as the
+    indexer's rounds make them), in a graph of their own."""
+    index = pyoxigraph.Store(str(store))
+    for n in range(first, first + rounds):
+        index.load(input="".join(f'<urn:filler:{n}:{i}> <urn:p> "{i}" <urn:graph:filler> .\n'
+                                 for i in range(500)).encode(), format=pyoxigraph.RdfFormat.N_QUADS)
+        index.flush()
+    if first:
+        index.optimize()  # compaction: the table files of before are deleted
+    del index
+
+
+def test_a_reader_whose_snapshot_is_compacted_under_it_reads_on(tmp_path: Path) -> None:
+    """Finding 5: a reader (``otel-prov list``, the web view) holds a snapshot of the index and
+    opens its table files as it needs them; the indexing process compacted them away meanwhile, and
+    the read failed with a traceback (``FileNotFoundError`` on an ``.sst``), a panic, or (a COUNT)
+    ran out of memory.  Now a snapshot's files are pinned (hard links outside the store) when it is
+    opened: it reads the index as it was then, whatever is compacted, and the store is not written."""
+    store = tmp_path / "store"
+    spans = agent_spans(3)
+    exporter = ProvSpanExporter(store=store)
+    exporter.export(spans)
+    exporter.shutdown()
+    _fill_index(store, 40)
+    opened = open_for_reading(parse_store(str(store)))
+    try:
+        assert isinstance(opened, OxigraphStore) and opened.snapshot  # nothing unfolded: the snapshot
+        _fill_index(store, 10, first=40)  # the indexing process writes and compacts meanwhile
+        rows = TraceReader(opened).sessions()
+        assert {row.id for row in rows} == _questions(spans)
+        count = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:graph:filler> { ?s ?p ?o } }"
+        assert int(opened.select(count)[0]["n"].value) == 40 * 500  # the index as it was opened
+        assert _nq(opened.dump("nquads")) >= _want(spans)
+        assert int(opened.copy().select(count)[0]["n"].value) == 40 * 500
+    finally:
+        opened.close()
+    assert not any(Path(tempfile.gettempdir()).glob(f"{PIN_PREFIX}{os.getpid()}-*")), "a pin was left"
+
+
+def test_serve_pushes_back_while_its_index_is_behind_and_takes_requests_once_it_caught_up(
+        tmp_path: Path) -> None:
+    """Finding 6: under sustained ingest the log not folded into the index grew without bound
+    (+16 MiB/s); readers then replayed it all, or showed part of it.  Past a bound, requests are now
+    refused (UNAVAILABLE, retry in a second) until the fold has caught up.  Here the index is held
+    by another process (nothing is folded) and the bound is one byte."""
+    store = tmp_path / "store"
+    exporter = ProvSpanExporter(store=store)
+    exporter.export(agent_spans(1))
+    exporter.shutdown()
+    held = IndexLock(segments.segments_dir(store))
+    assert held.acquire()
+    spec = parse_store(str(store))
+    settings = ServeSettings(store=spec, profile="seed", grpc_port=0, http_port=None)
+    receiver = Receiver(open_for_writing(spec), "seed", backlog=backlog_probe(spec), max_backlog_bytes=1)
+    server = Server(settings, receiver)
+    try:
+        channel, client = stub(server.grpc.port)
+        with channel:
+            client.Export(request_of(agent_spans(1)), timeout=20)  # nothing was behind: taken
+            time.sleep(0.3)  # the probe reads the directory at most every 0.25 s
+            with pytest.raises(grpc.RpcError) as refused:
+                client.Export(request_of(agent_spans(1)), timeout=20)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "index is behind" in (refused.value.details() or "")
+            assert receiver.health()["log_not_folded"] > 0
+            held.release()  # serve's writer takes the index over and folds what is behind
+
+            def taken() -> bool:
+                try:
+                    client.Export(request_of(agent_spans(1)), timeout=20)
+                    return True
+                except grpc.RpcError as exc:
+                    assert exc.code() == grpc.StatusCode.UNAVAILABLE, exc
+                    return False
+
+            wait_until(taken, RECOVERY, "the index to catch up", interval=0.3)
+    finally:
+        held.release()
+        server.stop(10)
 
 
 @pytest.mark.parametrize("indexed", [True, False], ids=["index-and-log", "log-only"])
