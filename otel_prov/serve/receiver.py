@@ -157,6 +157,12 @@ class MemoryBudget:
 # -- the receiver ---------------------------------------------------------------------------------
 
 
+MAX_BACKLOG_BYTES = 256 * 1024 * 1024
+"""Requests are refused (UNAVAILABLE, retry in a second) while the on-disk store's log holds more
+than this not folded into its index: the backlog stays bounded when ingest outruns the fold, and a
+reader (which replays this much at most: ``stores.logstore.READ_LOG_BYTES``) sees everything."""
+
+
 class Receiver:
     """Thread-safe; one per server.  Owns the writer (and closes the store with :meth:`close`)."""
 
@@ -173,8 +179,13 @@ class Receiver:
         rescue_dir: Path | None = None,
         max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        backlog: Callable[[], int] | None = None,
+        max_backlog_bytes: int = MAX_BACKLOG_BYTES,
     ) -> None:
         self.store = store
+        self._backlog = backlog
+        """Bytes of the store's log not folded into its index yet (an on-disk store), or None."""
+        self._max_backlog_bytes = max_backlog_bytes
         self.budget = MemoryBudget(memory_budget)
         self.transport_stats: dict[str, Callable[[], dict[str, int]]] = {}
         """Counters of the transports, for :meth:`health` (their connections, ...)."""
@@ -298,6 +309,11 @@ class Receiver:
             elif self._inflight >= self._max_inflight or writer.pending_bytes > self._max_pending_bytes:
                 kind = "too many requests in flight"
                 outcome = _unavailable("too many requests in flight; retry", RETRY_BUSY_SECONDS)
+            elif self._backlog is not None and self._backlog() > self._max_backlog_bytes:
+                kind = "index behind"
+                outcome = _unavailable(f"the store's index is behind its log (over "
+                                       f"{self._max_backlog_bytes >> 20} MiB not folded yet); retry",
+                                       RETRY_BUSY_SECONDS)
             else:
                 self._inflight += 1
                 return None
@@ -341,6 +357,8 @@ class Receiver:
             info.update(self.stats.as_dict())
         info["memory_reserved"] = self.budget.reserved
         info["memory_queued"] = self._writer.pending_bytes
+        if self._backlog is not None:
+            info["log_not_folded"] = self._backlog()
         info["store_failures"] = self._writer.failures
         info["quads_written"] = self._writer.written_quads
         info["problems"] = dict(self.problems.counts)

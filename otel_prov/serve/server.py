@@ -7,7 +7,7 @@ import socket
 import time
 
 from ..settings import ServeSettings
-from ..stores import open_for_writing
+from ..stores import backlog_probe, open_for_writing
 from .grpc_transport import GrpcTransport
 from .http_server import HttpLimits
 from .http_transport import HttpTransport
@@ -36,6 +36,7 @@ def open_receiver(settings: ServeSettings) -> Receiver:
         rescue_dir=settings.store.rescue_dir,
         max_attribute_bytes=settings.max_attribute_bytes,
         memory_budget=settings.memory_budget,
+        backlog=backlog_probe(settings.store),
     )
 
 

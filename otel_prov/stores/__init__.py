@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,8 +22,8 @@ import rdflib
 from .base import AppendStore, QueryResult, ReadStore, Remote, Row, StoreSpec, Term, WriteStore
 
 __all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "QueryResult", "ReadStore", "Remote", "Row",
-           "StoreSpec", "Term", "WriteStore", "check_store", "check_url", "default_store", "open_for_reading",
-           "open_for_writing", "parse_store"]
+           "StoreSpec", "Term", "WriteStore", "backlog_probe", "check_store", "check_url", "default_store",
+           "open_for_reading", "open_for_writing", "parse_store"]
 
 BACKENDS: dict[str, str] = {
     "oxigraph": "otel_prov.stores.logstore",
@@ -112,6 +113,14 @@ def open_for_reading(spec: StoreSpec) -> ReadStore:
     """Open an existing store to read; a missing one is :class:`~otel_prov.errors.StoreNotFound`,
     never created.  Reading never blocks a writer."""
     return cast(ReadStore, _backend(spec).open_for_reading(spec))
+
+
+def backlog_probe(spec: StoreSpec) -> Callable[[], int] | None:
+    """For an on-disk store, a function giving how many bytes of its log are not folded into its
+    index yet (read at most four times a second); None for other stores (they have no log)."""
+    if spec.scheme != OXIGRAPH or spec.path is None:
+        return None
+    return cast(Callable[[], int], _backend(spec).log_backlog(spec.path))
 
 
 def check_store(spec: StoreSpec, *, repair: bool = False) -> Any:
