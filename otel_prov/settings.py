@@ -320,6 +320,25 @@ MAX_ATTRIBUTE_BYTES: Option[int] = Option(
     "counted, never truncated: [limits.md](limits.md))", "`4194304` (4 MiB)")
 """The largest attribute value a span may carry (UTF-8 bytes; an array or map counted whole): a span
 with a larger one is rejected, never truncated (:mod:`otel_prov.mapping.limits`)."""
+EXPORT_WAIT_CHOICES = ("auto", "always", "never")
+
+
+def _export_wait(value: str) -> str:
+    value = value.strip().lower()
+    if value not in EXPORT_WAIT_CHOICES:
+        raise ValueError(f"expected one of {', '.join(EXPORT_WAIT_CHOICES)}")
+    return value
+
+
+EXPORT_WAIT: Option[str] = Option(
+    "OTEL_PROV_EXPORT_WAIT", None, _export_wait, "auto",
+    "a store on a server: whether the exporter's `export()` waits for the server to have the spans before "
+    "it answers SUCCESS (at most `OTEL_PROV_EXPORT_WAIT_TIMEOUT`; FAILURE past it): `auto` when the SDK's "
+    "`BatchSpanProcessor` calls it (its own thread: the application's are never held), `always`, or "
+    "`never` (SUCCESS once queued in memory, which a `kill -9` loses)")
+EXPORT_WAIT_TIMEOUT: Option[float] = Option(
+    "OTEL_PROV_EXPORT_WAIT_TIMEOUT", None, _number(0.1), 30.0,
+    "seconds `export()` waits for a store on a server (the SDK's own export timeout is 30 s)")
 # A store on a server (OTEL_PROV_STORE=http(s)://...): environment variables only, so that secrets
 # stay out of command lines.
 STORE_SERVER: Option[str] = Option(
@@ -363,7 +382,7 @@ OPTIONS: tuple[Option[Any], ...] = (
     SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS, EXAMPLE_MODEL,
     STORE_SERVER, STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT, STORE_CLIENT_KEY,
-    STORE_TIMEOUT, STORE_BULK_LOAD,
+    STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
@@ -371,7 +390,7 @@ ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 TABLES: dict[str, tuple[Option[Any], ...]] = {
     "exporter and CLI": (STORE, PROFILE, COLLECTION, JAEGER_URL, MAX_ATTRIBUTE_BYTES, STORE_SERVER,
                          STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT,
-                         STORE_CLIENT_KEY, STORE_TIMEOUT, STORE_BULK_LOAD),
+                         STORE_CLIENT_KEY, STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT),
     "serve": (STORE, PROFILE, SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT,
               SERVE_TLS_KEY, SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
               SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN),

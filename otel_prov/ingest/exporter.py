@@ -36,29 +36,36 @@ logger = logging.getLogger(__name__)
 
 
 def submit(pipeline: IngestPipeline, problems_log: ProblemLog, records: Sequence[SpanRecord],
-           logs: Sequence[LogRecord], problems: list[str]) -> bool:
-    """Hands spans and log records to the pipeline; whether they are stored.  Never raises: a closed
-    pipeline, a full writer, a log that cannot be written and anything unexpected are False, each
-    reported once by kind (with ``problems``, what the caller found wrong with its input)."""
+           logs: Sequence[LogRecord], problems: list[str]) -> int | None:
+    """Hands spans and log records to the pipeline; the writer's sequence number to wait for if they
+    are stored (on a store on a server: queued for it), else None.  Never raises: a closed pipeline,
+    a full writer, a log that cannot be written and anything unexpected are None, each reported once
+    by kind (with ``problems``, what the caller found wrong with its input)."""
     try:
-        update = pipeline.submit(records, logs).update
+        submitted = pipeline.submit(records, logs)
+        update = submitted.update
         problems = [*problems, *update.problems,
                     *(f"span rejected, not stored ({error})" for _, error in update.failed)]
         if problems:
             problems_log.report(problems)
-        return True
+        return submitted.seq
     except PipelineClosed:
-        return False
+        return None
     except WriterFull:
         problems_log.report(["batch refused: the store is not keeping up (or failing)"])
-        return False
+        return None
     except LogFailed:
         problems_log.report(["batch not stored: the store's log cannot be written"])
-        return False
+        return None
     except Exception:  # never into the application
         if not pipeline.closed:
             problems_log.exception("unexpected error in export (see the first traceback)")
-        return False
+        return None
+
+
+BATCH_THREAD = "OtelBatch"
+"""How the SDK's batch processors name their worker thread (``OtelBatchSpanRecordProcessor``)."""
+NOT_CONFIRMED = "batch not confirmed by the store on the server in time: still queued (FAILURE answered)"
 
 
 Store = str | os.PathLike[str] | rdflib.Dataset | StoreSpec | None
@@ -78,6 +85,22 @@ class _Leased:
         self._lease = lease(kind, spec, self.profile, name=name, max_attribute_bytes=limit)
         self._pipeline = self._lease.pipeline
         self._problems = ProblemLog(logger, name)
+        remote = isinstance(spec, StoreSpec) and spec.remote is not None
+        self._wait = settings.EXPORT_WAIT.get() if remote else "never"
+        self._wait_timeout = settings.EXPORT_WAIT_TIMEOUT.get()
+
+    def _confirmed(self, seq: int | None) -> bool:
+        """Whether what was submitted up to ``seq`` is stored, as far as this exporter promises: on
+        a store on a server, when it waits (:data:`~otel_prov.settings.EXPORT_WAIT`), once the server
+        has it; else once it is queued (on disk: appended to the log)."""
+        if seq is None:
+            return False
+        wait = self._wait == "always" or (
+            self._wait == "auto" and threading.current_thread().name.startswith(BATCH_THREAD))
+        if wait and not self._pipeline.wait(seq, timeout=self._wait_timeout):
+            self._problems.report([NOT_CONFIRMED])
+            return False
+        return True
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         if self._pipeline.closed:
@@ -138,7 +161,7 @@ class ProvSpanExporter(_Leased, SpanExporter):
             if not self._pipeline.closed:
                 self._problems.exception("unexpected error in export (see the first traceback)")
             return SpanExportResult.FAILURE
-        stored = submit(self._pipeline, self._problems, records, (), problems)
+        stored = self._confirmed(submit(self._pipeline, self._problems, records, (), problems))
         return SpanExportResult.SUCCESS if stored else SpanExportResult.FAILURE
 
     def shutdown(self, timeout_millis: float = 30_000) -> None:
@@ -238,7 +261,7 @@ class ProvLogExporter(_Leased, _LogExporter):
         if not logs:
             return _LogResult.SUCCESS
         self.records += len(logs)
-        stored = submit(self._pipeline, self._problems, [], logs, [])
+        stored = self._confirmed(submit(self._pipeline, self._problems, [], logs, []))
         return _LogResult.SUCCESS if stored else _LogResult.FAILURE
 
     def shutdown(self) -> None:

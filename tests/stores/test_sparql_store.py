@@ -24,12 +24,13 @@ import grpc
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_prov import ProvSpanExporter, StoreError, load_dataset, spans_to_dataset
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import PolicyError, run_agent
+from otel_prov.ingest.exporter import NOT_CONFIRMED
 from otel_prov.model.quads import nquads
 from otel_prov.model.terms import iri, literal
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
@@ -408,6 +409,51 @@ def test_the_exporter_keeps_what_it_could_not_write_until_the_server_is_back(wor
     finally:
         exporter.shutdown()
     assert question_count(server.url) == 10
+    server.stop()
+
+
+def test_export_success_means_the_server_has_the_spans_when_it_waits(
+        workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 2: on a store on a server ``export()`` answered SUCCESS once the spans were queued in
+    memory (a ``kill -9`` then lost them).  Called by the SDK's ``BatchSpanProcessor`` (its own
+    thread), or with ``OTEL_PROV_EXPORT_WAIT=always``, it now answers SUCCESS once the server has
+    them, and FAILURE when the server does not confirm in time (they stay queued)."""
+    location = workdir / "exporter-waits"
+    server = start_oxigraph(workdir, location=location)
+    monkeypatch.setenv("OTEL_PROV_EXPORT_WAIT", "always")
+    exporter = ProvSpanExporter(store=server.url)
+    try:
+        assert exporter.export(agent_spans(3, "w-")).name == "SUCCESS"
+        assert question_count(server.url) == 3  # no flush: SUCCESS meant stored
+    finally:
+        exporter.shutdown()
+    monkeypatch.setenv("OTEL_PROV_EXPORT_WAIT", "auto")
+    monkeypatch.setenv("OTEL_PROV_EXPORT_WAIT_TIMEOUT", "1")
+    exporter = ProvSpanExporter(store=server.url)
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50))
+    try:
+        from otel_prov import agent_session
+
+        server.stop()
+        with agent_session("asked while the server is down?", tracer_provider=provider) as session:
+            session.conclude("kept")
+        # the batch thread exports it (after its 50 ms), waits a second, and says FAILURE
+        deadline = time.monotonic() + 15
+        while not exporter.stats()["problems"].get(NOT_CONFIRMED):
+            assert time.monotonic() < deadline, "the batch thread's export was never refused"
+            time.sleep(0.05)
+        # the application's own thread is never held: a direct call answers once queued
+        started = time.monotonic()
+        assert exporter.export(agent_spans(1, "direct-")).name == "SUCCESS"
+        assert time.monotonic() - started < 1.0
+        server = start_oxigraph(workdir, location=location, port=server.port)
+        with agent_session("asked once it is back?", tracer_provider=provider) as session:
+            session.conclude("stored")
+        assert provider.force_flush(30_000) and exporter.force_flush(30_000)
+        assert question_count(server.url) == 6  # what was not confirmed was still stored
+    finally:
+        provider.shutdown()
     server.stop()
 
 
