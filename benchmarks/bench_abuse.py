@@ -471,6 +471,50 @@ def section_memory(workdir: Path, sessions: Sessions) -> bool:
     return ok
 
 
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    size, out = len(data), bytearray()
+    while size >= 0x80:
+        out.append(size & 0x7F | 0x80)
+        size >>= 7
+    out.append(size)
+    return _tag(number) + bytes(out) + data
+
+
+def _tag(number: int) -> bytes:
+    return bytes([number << 3 | 2])
+
+
+def tiny_messages() -> list[tuple[str, bytes]]:
+    """Requests of many tiny messages: what decoded whole took ~90x their size."""
+    empty_spans = _field(1, _field(2, b"\x12\x00" * (31 * MIB)))
+    trace_id, span_id = bytes(range(1, 17)), bytes(range(1, 9))
+    span = (_field(1, trace_id) + _field(2, span_id) + _field(5, b"tiny attributes")
+            + b"\x4a\x00" * (31 * MIB))
+    one_span = _field(1, _field(2, _field(2, span)))
+    return [("empty spans (31M)", empty_spans), ("one span of 31M empty attributes", one_span)]
+
+
+def section_tiny(workdir: Path, sessions: Sessions) -> bool:
+    print("tiny messages: one request each (gRPC), a fresh serve each time; then an ordinary request")
+    ok = True
+    for what, body in tiny_messages():
+        store = workdir / f"store-tiny-{len(body)}-{what[:3]}"
+        serve = start_serve(store, workdir / f"serve-tiny-{what[:3]}.log")
+        try:
+            start = time.monotonic()
+            result, _ = grpc_export(serve.grpc_port, body, timeout=120)
+            took = time.monotonic() - start
+            after, _ = grpc_export(serve.grpc_port, request_bytes(sessions.take(1)), timeout=30)
+            rss = peak_rss_kib(serve.pid)
+        finally:
+            serve.terminate(120)
+        ok = ok and after == "ok" and rss < 512 * 1024
+        print(f"  {what}, {len(body) / MIB:.1f} MiB: {result} in {took:.1f} s; peak RSS "
+              f"{rss / 1024:.0f} MiB; a good request after it: {after}", flush=True)
+    return ok
+
+
 def _until_ok(port: int, body: bytes, limit: float = 600.0) -> str:
     """Send until acknowledged, honouring the retry delays; "ok (n retries)" or the last error."""
     deadline = time.monotonic() + limit
@@ -613,14 +657,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default="bad,memory,load,faults", help="sections, comma-separated")
+    parser.add_argument("--only", default="bad,memory,tiny,load,faults", help="sections, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="of load in the load section")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     t = time.monotonic()
     sessions = Sessions(12_000)
     print(f"built {len(sessions.spans)} spans of agent sessions in {time.monotonic() - t:.1f} s", flush=True)
-    sections = {"bad": section_bad, "memory": section_memory, "faults": section_faults}
+    sections = {"bad": section_bad, "memory": section_memory, "tiny": section_tiny, "faults": section_faults}
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
         for name in chosen:

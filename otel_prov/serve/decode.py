@@ -60,20 +60,22 @@ NOT_UTF8 = "text that is not UTF-8 (replaced by U+FFFD)"
 
 
 def decode_protobuf(body: bytes, problems: ProblemLog | None = None) -> Any:
-    """An ``ExportTraceServiceRequest`` read shallow (any depth of nested values decodes).  Text
-    that is not UTF-8 is replaced by U+FFFD (:func:`~otel_prov.mapping.otlp.repaired`; counted in
+    """An ``ExportTraceServiceRequest``, walked on the wire now and its spans decoded a slice at a
+    time as they are read (:class:`~otel_prov.mapping.otlp.LazyRequest`: memory bounded whatever the
+    request holds; any depth of nested values decodes).  A body that is not such a request is
+    :class:`BadRequest`.  Text that is not UTF-8 is replaced by U+FFFD (counted once in
     ``problems``), not the whole request refused."""
-    request = otlp.ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except (DecodeError, RecursionError) as exc:
-        fixed = otlp.repaired(body) if isinstance(exc, DecodeError) else None
-        if fixed is None:
-            raise BadRequest(HTTPStatus.BAD_REQUEST, "undecodable protobuf", str(exc)[:500]) from None
-        if problems is not None:
+    said: list[bool] = []
+
+    def repaired() -> None:
+        if problems is not None and not said:
+            said.append(True)
             problems.report([NOT_UTF8])
-        return fixed
-    return request
+
+    try:
+        return otlp.LazyRequest(body, repaired)
+    except (otlp.WireError, DecodeError) as exc:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, "undecodable protobuf", str(exc)[:500]) from None
 
 
 def decode_logs(body: bytes) -> ExportLogsServiceRequest:
