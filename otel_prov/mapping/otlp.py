@@ -306,7 +306,7 @@ def _walk(body: bytes, request: LazyRequest) -> list[Any]:
         size = 0
         for rs_number, _t, rs_start, rs_end in _fields(body, start, end):
             if rs_number == 1 and rs_start >= 0:
-                resource = ResourceMessage.FromString(body[rs_start:rs_end])
+                resource = _resource(body[rs_start:rs_end], request)
             elif rs_number == 2 and rs_start >= 0:
                 for ss_number, tag, ss_start, ss_end in _fields(body, rs_start, rs_end):
                     if ss_number != 2 or ss_start < 0:
@@ -332,6 +332,19 @@ def _walk(body: bytes, request: LazyRequest) -> list[Any]:
         if parts > MAX_REQUEST_PARTS:
             raise WireError(f"more than {MAX_REQUEST_PARTS:,} parts in one request: send smaller batches")
     return out
+
+
+def _resource(data: bytes, request: LazyRequest) -> Any:
+    """A resource (its text repaired if it is not UTF-8; an empty one if it is not protobuf even so)."""
+    try:
+        return ResourceMessage.FromString(data)
+    except DecodeError:
+        fixed = repaired(_wrap(1, _wrap(1, data)))
+        if fixed is None:
+            return ResourceMessage()
+        if request._on_repair is not None:
+            request._on_repair()
+        return fixed.resource_spans[0].resource
 
 
 def _too_many_parts(body: bytes, start: int, end: int) -> bool:

@@ -51,16 +51,19 @@ def test_a_request_read_a_slice_at_a_time_gives_the_spans_of_the_whole() -> None
     assert max(sizes) <= otlp.SLICE_SPANS and sum(sizes) == len(spans) == 1800
 
 
-def test_text_that_is_not_utf8_is_repaired_in_its_slice() -> None:
+def test_text_that_is_not_utf8_is_repaired_in_its_slice_and_its_resource() -> None:
     spans = _spans("gamma", 3)
     request = otlp.ExportTraceServiceRequest.FromString(encode_spans(spans).SerializeToString())
     request.resource_spans[0].scope_spans[0].spans[0].name = "caf\u00e9"
-    body = request.SerializeToString().replace("caf\u00e9".encode(), b"caf\xe9!")  # same length
+    service = next(kv for kv in request.resource_spans[0].resource.attributes if kv.key == "service.name")
+    service.value.string_value = "gamm\u00e9"
+    body = request.SerializeToString().replace("\u00e9".encode(), b"\xe9!")  # same length
     repaired: list[bool] = []
     lazy = otlp.LazyRequest(body, lambda: repaired.append(True))
     records = [r for p in otlp_slices(lazy.resource_spans, 1 << 30) for r in p.records]
-    assert len(records) == len(spans) and repaired
+    assert len(records) == len(spans) and len(repaired) == 2  # the resource, then the slice
     assert "caf\ufffd!" in {r.name for r in records}
+    assert {r.service for r in records} == {"gamm\ufffd!"}
 
 
 def test_a_request_of_more_spans_than_the_bound_is_refused_before_it_is_decoded() -> None:
