@@ -41,6 +41,12 @@ _STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's datase
 _COLLECTION_HELP = f"only sessions of this collection ({settings.COLLECTION.env}; default: all)"
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importing import cmd_import as run_import  # the mapping and the decoders only when asked
+
+    return run_import(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo  # imports the examples (rdflib parsing) only when asked
 
@@ -161,6 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--repair", action="store_true",
                    help="repair what can be repaired without losing anything")
+
+    p = _add(sub, "import", cmd_import, "import quads or spans from files into the store",
+             "Import files into the store (created if missing), as many as given:\n"
+             "  N-Quads or TriG (.nq, .trig): the rescue and rejected files serve and the exporter save\n"
+             "    when a store could not take them (otel-prov-rescue-*.nq); a triple of the default graph\n"
+             "    goes to urn:graph:retrieval;\n"
+             "  OTLP/JSON (.json, .jsonl): one ExportTraceServiceRequest a line, as the Collector's file\n"
+             "    exporter writes them; the spans are mapped as serve maps them.\n"
+             "Importing twice changes nothing.  A file that cannot be read is one line, none of it is\n"
+             "written, and the others are imported (exit status 1).")
+    p.add_argument("files", nargs="+", metavar="FILE", help="the files to import")
+    p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path or http(s)://... "
+                   f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store)")
+    p.add_argument("--format", choices=("nquads", "trig", "otlp-json"), type=str.lower,
+                   help="the files' format (default: from each file's suffix, else its first byte)")
+    p.add_argument("--profile", type=str.lower, choices=("seed", "strict"),
+                   help=f"the mapping profile of spans ({settings.PROFILE.env}; default seed)")
 
     p = _add(sub, "demo", cmd_demo, "run the example agents and show what they recorded",
              "Run the three example flows (a ReAct agent with a calculator, a knowledge-graph lookup\n"

@@ -635,7 +635,7 @@ def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
     assert r.out.count("Collection: demo") == 3
 
 
-SUBCOMMANDS = ["list", "show", "export", "query", "check", "demo"]
+SUBCOMMANDS = ["list", "show", "export", "query", "check", "import", "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
@@ -648,7 +648,7 @@ def test_help(command: str | None, capsysbinary: Any) -> None:
     if command is None:
         for name in SUBCOMMANDS:
             assert name in out
-    if command in ("list", "show", "export", "query", "check"):
+    if command in ("list", "show", "export", "query", "check", "import"):
         assert "--store" in out and "OTEL_PROV_STORE" in out
 
 
@@ -1125,6 +1125,8 @@ def test_every_flag_refuses_a_bad_value_in_one_line(command: str, flag: str, tmp
         argv.append("urn:trustgraph:agent:x")
     if command == "query":
         argv.append("ASK { ?s ?p ?o }")
+    if command == "import":
+        argv.append(str(tmp_path / "x.nq"))
     env = {"XDG_DATA_HOME": str(tmp_path)}
     run = _process(*argv, env=env)
     assert run.returncode == 2, (argv, run.returncode, run.stderr[-400:])

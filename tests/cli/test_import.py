@@ -1,0 +1,112 @@
+"""``otel-prov import``: the rescue files serve and the exporter save, TriG, and spans as OTLP/JSON
+lines (as the Collector's file exporter writes them), into a real on-disk store, read back."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_prov import load_dataset, spans_to_dataset
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.spans import from_sdk
+from otel_prov.model.quads import nquads
+from tests.support.cli import cli
+from tests.support.genai import S, make
+from tests.support.graphs import assert_isomorphic
+from tests.support.serving import agent_spans
+
+A = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+T = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather"}
+
+
+def _genai() -> list[ReadableSpan]:
+    """A framework agent trace (an agent span and two tool calls)."""
+    return make(S("invoke_agent planner", 0, 50, A, [S("execute_tool weather", 2, 10, T),
+                                                      S("execute_tool weather", 12, 20, T)]))
+
+
+def _otlp_json_line(spans: list[ReadableSpan]) -> str:
+    """One ExportTraceServiceRequest as OTLP/JSON on one line, ids in hex (as the Collector writes
+    them; protobuf's own JSON writes bytes in base64)."""
+    document: Any = json_format.MessageToDict(encode_spans(spans))
+    for rs in document["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(document)
+
+
+def _quads(store: Path) -> int:
+    return len(list(load_dataset(str(store)).quads()))
+
+
+def test_a_rescue_file_is_imported_once_whatever_the_times(tmp_path: Path, capsysbinary: Any) -> None:
+    spans = agent_spans(3)
+    rescue = tmp_path / "otel-prov-rescue-1234-5678.nq"  # what the writer saves: the mapping's N-Quads
+    rescue.write_bytes(nquads(TraceMapper("seed").map([from_sdk(s) for s in spans]).add))
+    store = tmp_path / "store"
+    r = cli(capsysbinary, "import", str(rescue), "--store", str(store))
+    assert r.code == 0 and f"imported {rescue}: " in r.err, r.err
+    assert_isomorphic(spans_to_dataset(spans), load_dataset(str(store)))
+    listed = cli(capsysbinary, "list", "--store", str(store), "--format", "json")
+    assert len(json.loads(listed.out)) == 3
+    before = _quads(store)
+    assert cli(capsysbinary, "import", str(rescue), "--store", str(store)).code == 0
+    assert _quads(store) == before  # idempotent
+
+
+def test_trig_of_the_default_graph_goes_to_the_explainability_graph(tmp_path: Path,
+                                                                      capsysbinary: Any) -> None:
+    trig = tmp_path / "hand.trig"
+    trig.write_text('<urn:trustgraph:x> <urn:p> "in the default graph" .\n'
+                    '<urn:g> { <urn:trustgraph:y> <urn:p> "in its own graph" . }\n')
+    store = tmp_path / "store"
+    assert cli(capsysbinary, "import", str(trig), "--store", str(store)).code == 0
+    graphs = {str(q[3]): str(q[2]) for q in load_dataset(str(store)).quads()}
+    assert graphs == {"urn:graph:retrieval": "in the default graph", "urn:g": "in its own graph"}
+
+
+def test_otlp_json_lines_are_mapped_together_as_serve_maps_them(tmp_path: Path, capsysbinary: Any) -> None:
+    """Our helpers' sessions and a framework trace whose spans are split over two lines (two requests
+    of the Collector's file exporter): the same graph as the spans mapped at once."""
+    ours, theirs = agent_spans(2), _genai()
+    lines = [_otlp_json_line(ours + theirs[:1]), _otlp_json_line(theirs[1:])]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "store"
+    r = cli(capsysbinary, "import", str(path), "--store", str(store))
+    assert r.code == 0 and f"from {len(ours) + len(theirs)} spans" in r.err, r.err
+    assert_isomorphic(spans_to_dataset(ours + theirs), load_dataset(str(store)))
+
+
+def test_a_file_that_cannot_be_read_is_one_line_and_the_others_are_imported(
+        tmp_path: Path, capsysbinary: Any) -> None:
+    good = tmp_path / "good.nq"
+    good.write_bytes(nquads(TraceMapper("seed").map([from_sdk(s) for s in agent_spans(1)]).add))
+    bad = tmp_path / "bad.nq"
+    bad.write_text('<urn:trustgraph:z> <urn:p> "fine" <urn:graph:retrieval> .\nnot a quad\n')
+    store = tmp_path / "store"
+    r = cli(capsysbinary, "import", str(bad), str(good), str(tmp_path / "missing.nq"), "--store", str(store))
+    assert r.code == 1
+    errors = [line for line in r.err.splitlines() if line.startswith("otel-prov import: ")]
+    assert len(errors) == 2 and "bad.nq: not imported:" in errors[0] and "missing.nq" in errors[1]
+    assert f"imported {good}" in r.err
+    assert "fine" not in {str(q[2]) for q in load_dataset(str(store)).quads()}  # none of the bad file
+
+
+@pytest.mark.parametrize("text", ['{"resourceSpans": 7}', '{"resourceSpans": [{"scopeSpans": [{"spans": '
+                                  '[{"traceId": "zz"}]}]}]}'])
+def test_a_line_that_is_not_otlp_json_names_its_line(tmp_path: Path, capsysbinary: Any, text: str) -> None:
+    path = tmp_path / "spans.json"
+    path.write_text(text + "\n")
+    r = cli(capsysbinary, "import", str(path), "--store", str(tmp_path / "store"))
+    assert r.code == 1 and "spans.json: not imported: line 1: undecodable OTLP/JSON" in r.err, r.err
