@@ -515,6 +515,41 @@ def section_tiny(workdir: Path, sessions: Sessions) -> bool:
     return ok
 
 
+def section_slow(workdir: Path, sessions: Sessions, flood: int = 256) -> bool:
+    """Bodies trickled into every connection slot (each declares 1 KiB and sends one byte), then a
+    liveness probe and a small OTLP/HTTP request: before, every new client was shut out for 45 s."""
+    serve = start_serve(workdir / "store-slow", workdir / "serve-slow.log")
+    print(f"slow bodies: {flood} connections each declaring a 1 KiB body and sending one byte")
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(flood):
+            sock = socket.create_connection(("127.0.0.1", serve.http_port), timeout=5)
+            sock.sendall(head("1024") + b"\x0a")  # small: the memory budget does not refuse them
+            slow.append(sock)
+        time.sleep(3.0)  # past the 2 s a body is given before its rate is judged
+        waits = []
+        for _ in range(10):
+            start = time.monotonic()
+            probe = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            answer = raw(serve.http_port, probe, wait=10)
+            waits.append((time.monotonic() - start, answer.split(b"\r\n", 1)[0]))
+        body = request_bytes(sessions.take(1))
+        start = time.monotonic()
+        answer = raw(serve.http_port, head(str(len(body)), extra="Connection: close\r\n") + body, wait=30)
+        post = (time.monotonic() - start, answer.split(b"\r\n", 1)[0])
+    finally:
+        for sock in slow:
+            sock.close()
+        serve.terminate(60)
+    healthy = [w for w, status in waits if status.startswith(b"HTTP/1.1 200")]
+    ok = len(healthy) == len(waits) and post[1].startswith(b"HTTP/1.1 200")
+    status = post[1].decode(errors="replace")
+    print(f"  /health during the flood: {len(healthy)} of {len(waits)} answered 200 (longest "
+          f"{max(healthy, default=0.0):.2f} s); a small OTLP/HTTP request: {status} in {post[0]:.2f} s",
+          flush=True)
+    return ok
+
+
 def _until_ok(port: int, body: bytes, limit: float = 600.0) -> str:
     """Send until acknowledged, honouring the retry delays; "ok (n retries)" or the last error."""
     deadline = time.monotonic() + limit
@@ -657,14 +692,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default="bad,memory,tiny,load,faults", help="sections, comma-separated")
+    parser.add_argument("--only", default="bad,memory,tiny,slow,load,faults",
+                        help="sections, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="of load in the load section")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     t = time.monotonic()
     sessions = Sessions(12_000)
     print(f"built {len(sessions.spans)} spans of agent sessions in {time.monotonic() - t:.1f} s", flush=True)
-    sections = {"bad": section_bad, "memory": section_memory, "tiny": section_tiny, "faults": section_faults}
+    sections = {"bad": section_bad, "memory": section_memory, "tiny": section_tiny, "slow": section_slow,
+                "faults": section_faults}
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
         for name in chosen:
