@@ -47,8 +47,8 @@ from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from benchmarks.bench_ingest import build_requests, build_spans, expected_quad_count, send_all  # noqa: E402
 from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
-from otel_prov.model.quads import nquads  # noqa: E402
-from otel_prov.stores.sparql import MAX_POST_BYTES, split_lines  # noqa: E402
+from otel_prov.model.quads import in_parts, nquads  # noqa: E402
+from otel_prov.stores.sparql import MAX_POST_BYTES  # noqa: E402
 from tests.support.procs import start_serve  # noqa: E402
 from tests.support.sparql_servers import SparqlServer, start_fuseki, start_oxigraph  # noqa: E402
 
@@ -112,7 +112,7 @@ def stored_quads(server: SparqlServer) -> int:
 def run_limit(kind: str, workdir: Path, n: int, data: bytes, spans: int, quads: int,
               clients: int, bulk: bool = False) -> Result:
     server = fresh_server(kind, workdir, n)
-    parts = list(split_lines(data, MAX_POST_BYTES))
+    parts = list(in_parts([data], MAX_POST_BYTES))
     http = urllib3.PoolManager(maxsize=clients)
     try:
         next_part = iter(range(len(parts)))
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     quads = expected_quad_count(spans)
     print(f"load: {len(spans)} spans ({len({s.context.trace_id for s in spans})} agent sessions) in "
           f"{len(requests)} requests; {quads} quads, {len(data) / 1e6:.1f} MB of N-Quads "
-          f"({len(list(split_lines(data, MAX_POST_BYTES)))} POSTs for the limit); server: "
+          f"({len(list(in_parts([data], MAX_POST_BYTES)))} POSTs for the limit); server: "
           f"{args.server}; built in {time.perf_counter() - t:.1f} s; {os.cpu_count()} CPUs", flush=True)
     results: dict[str, list[Result]] = {}
     n = 0

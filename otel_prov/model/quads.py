@@ -4,7 +4,7 @@ is what every store reads fastest; and an ``rdflib.Dataset`` made from that text
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import rdflib
 
@@ -12,6 +12,30 @@ from .vocab import PREFIXES
 
 Quad = tuple[str, str, str, str]
 """``(subject, predicate, object, graph)``, each an N-Triples term (``"<iri>"``, ``'"text"'``, ...)."""
+
+
+def in_parts(texts: Iterable[bytes], limit: int) -> Iterator[bytes]:
+    """N-Quads ``texts`` (each of whole lines) regrouped in parts of at most about ``limit`` bytes,
+    each ending at a line end: small texts are joined, a long one is cut (a line longer than
+    ``limit`` is a part of its own)."""
+    group: list[bytes] = []
+    size = 0
+    for text in texts:
+        if group and size + len(text) > limit:
+            yield b"".join(group)
+            group, size = [], 0
+        start = 0
+        while len(text) - start > limit:
+            cut = text.rfind(b"\n", start, start + limit) + 1
+            if cut <= start:  # one line longer than the limit
+                cut = text.find(b"\n", start + limit) + 1 or len(text)
+            yield text[start:cut]
+            start = cut
+        if start < len(text):
+            group.append(text[start:] if start else text)
+            size += len(text) - start
+    if group:
+        yield b"".join(group)
 
 
 def nquads(quads: Sequence[Quad]) -> bytes:

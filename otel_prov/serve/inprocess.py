@@ -95,7 +95,7 @@ class InProcess:
                 with self._turns:  # log records are small and few beside spans: one turn
                     submitted = pipeline.submit([], found.records)
                 seq, update = submitted.seq, submitted.update
-                updates.append(update)
+                updates.append(update.without_quads())
                 result.problems.update([*found.problems, *log_problems(found), *update.problems])
                 result.accepted, result.added = len(found.records), len(update.add)
             else:
@@ -109,7 +109,7 @@ class InProcess:
                             break
                         submitted = pipeline.submit(part.records)
                     seq, update = submitted.seq, submitted.update
-                    updates.append(update)
+                    updates.append(update.without_quads())
                     result.add(part, update)
         except WriterFull:
             result.failure = (Failure.NOT_KEEPING_UP, "the store is not keeping up; retry")

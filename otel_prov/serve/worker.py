@@ -95,7 +95,7 @@ class Worker:
             for part in otlp_slices(request.resource_spans, SLICE_SPANS, (self.index, self.count)):
                 submitted = self.pipeline.submit(part.records)
                 seq, update = submitted.seq, submitted.update
-                updates.append(update)
+                updates.append(update.without_quads())
                 result.add(part, update)
                 result.ops += update.conversation_ops
         except Exception as exc:
@@ -114,7 +114,7 @@ class Worker:
             result.problems.update(log_problems(found))
             submitted = self.pipeline.submit([], found.records)
             seq, update = submitted.seq, submitted.update
-            updates.append(update)
+            updates.append(update.without_quads())
             result.accepted = len(found.records)
             result.added = len(update.add)
             result.problems.update(update.problems)

@@ -35,7 +35,7 @@ import pyoxigraph
 
 from ..model.quads import Quad, delete_data
 from . import segments as seg
-from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, bulk_load_side_by_side, split_lines
+from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, bulk_load
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]], *,
                 adds.append(records[cursors[i]].payload)
                 cursors[i] += 1
         if adds:
-            _add(store, b"".join(adds), side_by_side)
+            _add(store, adds, side_by_side)
         removed = False
         for i, records in enumerate(sequences):
             quads: list[Quad] = []
@@ -295,14 +295,14 @@ def apply_records(store: pyoxigraph.Store, sequences: list[list[seg.Record]], *,
             break
 
 
-def _add(store: pyoxigraph.Store, data: bytes, side_by_side: bool = False) -> None:
-    parts = min(os.cpu_count() or 1, MAX_SIDE_BY_SIDE, len(data) // _BULK_BYTES) if side_by_side else 1
-    if parts > 1:
-        bulk_load_side_by_side(store, split_lines(data, parts))
-    elif len(data) >= _BULK_BYTES:
-        store.bulk_load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+def _add(store: pyoxigraph.Store, payloads: list[bytes], side_by_side: bool = False) -> None:
+    """The additions' N-Quads: a transactional load when small, bulk loads of bounded pieces (never
+    joined whole: a round's 32 MiB would be held twice) when large."""
+    size = sum(map(len, payloads))
+    if size < _BULK_BYTES:
+        store.load(input=b"".join(payloads), format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
     else:
-        store.load(input=data, format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+        bulk_load(store, payloads, min(os.cpu_count() or 1, MAX_SIDE_BY_SIDE) if side_by_side else 1)
 
 
 def parse_removal(payload: bytes) -> list[Quad]:

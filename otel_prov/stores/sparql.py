@@ -46,7 +46,7 @@ import pyoxigraph
 import rdflib
 
 from ..errors import StoreError, StoreNotFound
-from ..model.quads import Quad, dataset_from_nquads, delete_data, insert_data
+from ..model.quads import Quad, dataset_from_nquads, delete_data, in_parts, insert_data
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from .base import AUTO_SERVER, SERVER_KINDS, QuadTerms, QueryResult, Remote, Row, StoreSpec, open_private
 from .http import HttpConnection, HttpStatusError
@@ -124,7 +124,7 @@ class SparqlStore:
 
     def add(self, data: bytes, count: int) -> None:
         """Store N-Quads (every quad in a named graph, as the mapping makes them)."""
-        for part in split_lines(data, MAX_POST_BYTES):
+        for part in in_parts([data], MAX_POST_BYTES):
             self._add_part(part)
 
     def _add_part(self, part: bytes) -> None:
@@ -304,20 +304,6 @@ class SparqlStore:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def split_lines(data: bytes, limit: int) -> Iterator[bytes]:
-    """``data`` in parts of at most about ``limit`` bytes, each ending at a line end (a line longer
-    than ``limit`` is a part of its own)."""
-    start = 0
-    while len(data) - start > limit:
-        cut = data.rfind(b"\n", start, start + limit) + 1
-        if cut <= start:  # one line longer than the limit
-            cut = data.find(b"\n", start + limit) + 1 or len(data)
-        yield data[start:cut]
-        start = cut
-    if start < len(data):
-        yield data[start:]
 
 
 def _parse_quads(data: bytes) -> list[Quad]:

@@ -22,16 +22,17 @@ from otel_prov.ingest.writer import Writer
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.spans import from_sdk
 from otel_prov.model.profiles import SEED
-from otel_prov.model.quads import Quad, nquads
+from otel_prov.model.quads import Quad, in_parts, nquads
 from otel_prov.model.terms import iri, literal
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
 from otel_prov.stores.logstore import open_reader
 from otel_prov.stores.oxigraph import (
+    BULK_PIECE_BYTES,
     BULK_THRESHOLD,
     SIDE_BY_SIDE_PART_BYTES,
     OxigraphStore,
+    bulk_load,
     bulk_load_side_by_side,
-    split_lines,
 )
 from tests.support.genai import genai_traces
 
@@ -292,13 +293,35 @@ def big_batch(prefix: str, size: int) -> list[Quad]:
     return [(iri(f"http://example.org/{prefix}/{i}"), P, literal(f"{text}{i}"), G) for i in range(n)]
 
 
-def testsplit_lines_cuts_only_after_a_newline() -> None:
+def test_n_quads_in_parts_cut_only_after_a_newline_and_join_small_texts() -> None:
     data = nquads(big_batch("s", 300_000))
-    for parts in (1, 2, 3, 4):
-        pieces = split_lines(data, parts)
-        assert b"".join(pieces) == data and len(pieces) == parts
-        assert all(p.endswith(b"\n") for p in pieces)
-    assert split_lines(b"no newline", 2) == [b"no newline"]
+    for limit in (1_000, 70_000, 150_000, 10**6):
+        pieces = list(in_parts([data], limit))
+        assert b"".join(pieces) == data and all(p.endswith(b"\n") for p in pieces)
+        assert all(len(p) <= limit for p in pieces) and len(pieces) >= -(-len(data) // limit)
+    small = [nquads(big_batch(f"t{i}", 1_000)) for i in range(50)]
+    joined = list(in_parts(small, 20_000))
+    assert b"".join(joined) == b"".join(small) and 1 < len(joined) < 50
+    assert all(len(p) <= 20_000 for p in joined)
+    assert list(in_parts([b"one line longer than the limit\n", b"x\n"], 4)) == [
+        b"one line longer than the limit\n", b"x\n"]
+    assert list(in_parts([b"no newline"], 2)) == [b"no newline"]
+    assert list(in_parts([], 2)) == []
+
+
+def test_a_large_bulk_load_is_given_to_the_store_in_bounded_pieces(tmp_path: Path) -> None:
+    real = pyoxigraph.Store(str(tmp_path / "store"))
+    batch = big_batch("pieces", 3 * BULK_PIECE_BYTES)
+    seen: list[int] = []
+
+    class Counting:
+        def bulk_load(self, *, input: bytes, **kwargs: object) -> None:  # noqa: A002 (pyoxigraph's name)
+            seen.append(len(input))
+            real.bulk_load(input=input, **kwargs)
+
+    bulk_load(Counting(), [nquads(batch)], 2)  # type: ignore[arg-type]
+    assert len(seen) >= 3 and max(seen) <= BULK_PIECE_BYTES
+    assert {str(q) for q in real} == expected(batch)
 
 
 def test_a_large_write_loaded_side_by_side_stores_exactly_its_quads(store: RecordingStore) -> None:
@@ -324,7 +347,7 @@ class FailingPart:
 def test_a_failing_part_is_raised_after_the_others_finish_and_a_retry_completes(tmp_path: Path) -> None:
     real = pyoxigraph.Store(str(tmp_path / "store"))
     batch = big_batch("fail", 2 * SIDE_BY_SIDE_PART_BYTES)
-    parts = split_lines(nquads(batch), 2)
+    parts = list(in_parts([nquads(batch)], SIDE_BY_SIDE_PART_BYTES + 1))
     failing = FailingPart(real, parts[1])
     with pytest.raises(OSError, match="injected"):
         bulk_load_side_by_side(failing, parts)  # type: ignore[arg-type]
