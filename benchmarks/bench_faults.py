@@ -17,14 +17,20 @@ SIGTERM and the store is read back: every acknowledged request's quads must be t
              no new descriptor (folding, a new segment) while the load goes on
   segments   serve starts, with a descriptor limit of 256, on a store holding ``--segments``
              sealed segments of dead writers that nobody folded: it folds them all under load
+  moved      the store's directory is renamed away under the running serve (as if deleted or
+             replaced), then renamed back
+
+All the while a reader runs ``otel-prov list`` on the store as a whole process, one after another
+(not while a ``moved`` store is away): printed are how many ran, how many failed, and the longest
+(docs/store.md: a reader waits at most 5 s for the index, after a ``kill -9`` too).
 
 Printed per fault: requests acknowledged and refused, how long after the cause was gone serve was
 healthy again (``/health`` 200) and acknowledged again, how long until its log was folded again,
-serve's peak RSS, and acknowledged quads missing from the store (must be 0).  ``disk-full`` and
-``read-only`` need root (mount); they are skipped without it.  Figures taken on a shared machine
-are indicative.
+serve's peak RSS, the readers' figures, and acknowledged quads missing from the store (must be
+0).  ``disk-full`` and ``read-only`` need root (mount); they are skipped without it.  Figures
+taken on a shared machine are indicative.
 
-    python benchmarks/bench_faults.py [--faults kill9,disk-full,read-only,fd-limit,segments]
+    python benchmarks/bench_faults.py [--faults kill9,disk-full,read-only,fd-limit,segments,moved]
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import contextlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import threading
@@ -58,12 +65,12 @@ from otel_prov.model.profiles import SEED  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
 from otel_prov.serve.grpc_transport import RETRY_INFO_TRAILER  # noqa: E402
 from otel_prov.stores import segments  # noqa: E402
-from otel_prov.stores.logstore import open_reader  # noqa: E402
+from otel_prov.stores.logstore import READ_WAIT, open_reader  # noqa: E402
 from tests.support import mounts  # noqa: E402
 from tests.support.procs import Serve, http_get, peak_rss_kib, start_serve  # noqa: E402
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-FAULTS = ("kill9", "disk-full", "read-only", "fd-limit", "segments")
+FAULTS = ("kill9", "disk-full", "read-only", "fd-limit", "segments", "moved")
 
 
 # -- the load -------------------------------------------------------------------------------------
@@ -199,6 +206,40 @@ class Watch:
         return min(good) - when if good else None
 
 
+class Readers:
+    """``otel-prov list`` on the store, as a whole process, one run after another (paused while
+    :attr:`paused` is set); each run's time and whether it failed (an exit status other than 0, or
+    a traceback)."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self.runs: list[tuple[float, bool]] = []
+        self.first_failure = ""
+        self.paused = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        command = [sys.executable, "-c", "import sys; from otel_prov.cli import main; sys.exit(main())",
+                   "list", "--store", str(self.store), "--limit", "5"]
+        while not self._stop.wait(0.2):
+            if self.paused.is_set():
+                continue
+            start = time.monotonic()
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+            failed = done.returncode != 0 or "Traceback" in done.stderr
+            if failed and self.paused.is_set():  # the store went away meanwhile: not a reader's fault
+                continue
+            self.runs.append((time.monotonic() - start, failed))
+            if failed and not self.first_failure:
+                self.first_failure = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(300)
+
+
 # -- faults ---------------------------------------------------------------------------------------
 
 
@@ -214,6 +255,9 @@ class Result:
     folded_again: float | None = None
     rss_mib: float = 0.0
     missing: int = -1
+    reads: int = 0
+    reads_failed: int = 0
+    longest_read: float = 0.0
     note: str = ""
 
 
@@ -231,6 +275,9 @@ def run_fault(fault: str, store: Path, workdir: Path, requests: list[bytes], arg
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     health = Watch(store)
     health.http = serve.http
+    readers = Readers(store)
+    if fault == "moved":
+        readers.paused.set()  # until the load has made the store
     load = Load(requests, serve.grpc_port, args.concurrency, args.rate)
     result = Result(fault)
     injected = False
@@ -239,10 +286,15 @@ def run_fault(fault: str, store: Path, workdir: Path, requests: list[bytes], arg
         time.sleep(args.warm)
         began = time.monotonic()
         injected = True
+        if fault == "moved":
+            readers.paused.set()
+        else:
+            readers.paused.clear()
         inject(serve, load)
         time.sleep(args.hold)
         injected = False
         serve = remove(serve, load)
+        readers.paused.clear()
         health.http = serve.http
         gone = time.monotonic()
         time.sleep(args.after)
@@ -257,10 +309,16 @@ def run_fault(fault: str, store: Path, workdir: Path, requests: list[bytes], arg
                 serve = remove(serve, load)
         load.stop()
         health.stop()
+        readers.stop()
         code = serve.terminate(120)
     result.acked, result.refused, result.errors = len(load.acked), load.refused, load.errors
+    result.reads = len(readers.runs)
+    result.reads_failed = sum(1 for _, failed in readers.runs if failed)
+    result.longest_read = max((took for took, _ in readers.runs), default=0.0)
+    if readers.first_failure:
+        result.note = f"a read failed: {readers.first_failure[:200]}"
     if code != 0:
-        result.note = f"serve exit {code}"
+        result.note = f"serve exit {code}; {result.note}".rstrip("; ")
     return result, load
 
 
@@ -340,21 +398,25 @@ def main(argv: list[str] | None = None) -> int:
         return "-" if value is None else f"{value:.1f} s"
 
     print(f"\n{'fault':10s} {'acked':>6s} {'refused':>8s} {'503 seen':>8s} {'healthy again':>14s} "
-          f"{'acked again':>12s} {'folded again':>13s} {'peak RSS':>9s} {'acked lost':>10s}  note")
+          f"{'acked again':>12s} {'folded again':>13s} {'peak RSS':>9s} {'reads (failed, longest)':>24s} "
+          f"{'acked lost':>10s}  note")
     ok = True
     for r in results:
         if r.note.startswith("skipped"):
             print(f"{r.fault:10s} {'':>6s} {'':>8s} {'':>8s} {'':>14s} {'':>12s} {'':>13s} {'':>9s} "
-                  f"{'':>10s}  {r.note}")
+                  f"{'':>24s} {'':>10s}  {r.note}")
             continue
         ok &= r.missing == 0 and r.healthy_again is not None and r.acked_again is not None
+        ok &= r.reads_failed == 0 and r.longest_read <= READ_WAIT + 5  # the wait, and a process's start
+        reads = f"{r.reads} ({r.reads_failed}, {r.longest_read:.1f} s)"
         print(f"{r.fault:10s} {r.acked:6d} {r.refused:8d} {'yes' if r.unhealthy else 'no':>8s} "
               f"{s(r.healthy_again):>14s} {s(r.acked_again):>12s} {s(r.folded_again):>13s} "
-              f"{r.rss_mib:6.0f} MiB {r.missing:10d}  {r.note}")
+              f"{r.rss_mib:6.0f} MiB {reads:>24s} {r.missing:10d}  {r.note}")
     survived = sum(1 for r in results if not r.note.startswith("skipped") and r.missing == 0
-                   and r.healthy_again is not None)
+                   and r.healthy_again is not None and r.reads_failed == 0)
     tried = sum(1 for r in results if not r.note.startswith("skipped"))
-    print(f"\nfaults survived (nothing acknowledged lost, healthy again by itself): {survived} of {tried}")
+    print(f"\nfaults survived (nothing acknowledged lost, healthy again by itself, no read failed): "
+          f"{survived} of {tried}")
     return 0 if ok else 1
 
 
@@ -408,9 +470,20 @@ def _actions(fault: str, store: Path, base: Path, workdir: Path) -> tuple[Action
         resource.prlimit(serve.pid, resource.RLIMIT_NOFILE, limits["old"])
         return serve
 
+    away = store.with_name(store.name + ".away")
+
+    def move_away(serve: Serve, load: Load) -> None:
+        store.rename(away)
+
+    def move_back(serve: Serve, load: Load) -> Serve:
+        if store.exists():  # something made a new store meanwhile: keep it aside, for the record
+            store.rename(store.with_name(store.name + ".made-meanwhile"))
+        away.rename(store)
+        return serve
+
     actions: dict[str, tuple[Action, Removal]] = {
         "kill9": (kill, restart), "disk-full": (fill, free), "read-only": (read_only, writable),
-        "fd-limit": (lower, raise_back)}
+        "fd-limit": (lower, raise_back), "moved": (move_away, move_back)}
     inject, remove = actions.get(fault, (nothing, same))
     return inject, remove, restarted
 

@@ -23,10 +23,13 @@ checkpoint covering its end is on disk, so neither step can get ahead of the ind
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -176,32 +179,37 @@ class Indexer:
         try:
             if not plan:
                 return -1
-            self._apply(plan)
-            names = set(seg.list_segments(self.directory))
-            checkpoint = {name: off for name, off in folded.items() if name in names}
-            for item in plan:
-                if item.records:
-                    checkpoint[item.name] = item.records[-1].end
-            if checkpoint != folded:
-                seg.save_checkpoint(self.directory, checkpoint)
-            for item in plan:
-                if item.damaged:
-                    self.damaged.add(item.name)
-                if item.finished and item.name in self.damaged:
-                    seg.set_aside(self.directory / item.name, OSError(f"{item.name} was damaged"))
-                elif item.finished:
-                    (self.directory / item.name).unlink(missing_ok=True)
-                    self.deleted_segments += 1
-            if any(item.finished for item in plan):
-                seg.fsync_dir(self.directory)
-            count = sum(len(item.records) for item in plan)
-            self.folded_records += count
-            self.folded_bytes += sum(len(r.payload) for item in plan for r in item.records)
-            return count
+            with fold_gate(self.directory):
+                return self._fold(plan, folded)
         finally:
             for item in plan:
                 if item.fd >= 0:
                     os.close(item.fd)
+
+    def _fold(self, plan: list[_Planned], folded: dict[str, int]) -> int:
+        """Apply ``plan``, move the checkpoint past it, delete the segments it finished."""
+        self._apply(plan)
+        names = set(seg.list_segments(self.directory))
+        checkpoint = {name: off for name, off in folded.items() if name in names}
+        for item in plan:
+            if item.records:
+                checkpoint[item.name] = item.records[-1].end
+        if checkpoint != folded:
+            seg.save_checkpoint(self.directory, checkpoint)
+        for item in plan:
+            if item.damaged:
+                self.damaged.add(item.name)
+            if item.finished and item.name in self.damaged:
+                seg.set_aside(self.directory / item.name, OSError(f"{item.name} was damaged"))
+            elif item.finished:
+                (self.directory / item.name).unlink(missing_ok=True)
+                self.deleted_segments += 1
+        if any(item.finished for item in plan):
+            seg.fsync_dir(self.directory)
+        count = sum(len(item.records) for item in plan)
+        self.folded_records += count
+        self.folded_bytes += sum(len(r.payload) for item in plan for r in item.records)
+        return count
 
     def _plan(self, folded: dict[str, int], budget: int) -> list[_Planned]:
         """What this round folds: each writer's segments in order, a later one only once the
@@ -318,6 +326,41 @@ def parse_removal(payload: bytes) -> list[Quad]:
     return quads
 
 
+@contextlib.contextmanager
+def fold_gate(directory: Path, *, shared: bool = False, timeout: float = 0.0) -> Iterator[bool]:
+    """The fold gate (:data:`~.segments.FOLD_GATE`): an indexer holds it exclusively while a round
+    changes the index, its checkpoint and the segments, so between two rounds the index is exactly
+    the checkpoint's state; a reader holds it ``shared`` while it reads the checkpoint and opens its
+    snapshot, waiting at most ``timeout`` seconds for a round to end.  Yields whether it is held:
+    False for a reader when there is no gate yet (a store made before it) or the round outlasted the
+    timeout, or where it cannot be opened (the indexer then folds all the same: readers replay)."""
+    path = directory / seg.FOLD_GATE
+    try:  # a reader never creates a file in the store
+        fd = os.open(path, os.O_RDONLY) if shared else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        if not shared:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = True
+        else:
+            deadline = time.monotonic() + timeout
+            while not (held := _try_flock(fd, fcntl.LOCK_SH)) and time.monotonic() < deadline:
+                time.sleep(0.005)
+        yield held
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _try_flock(fd: int, kind: int) -> bool:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
 def index_held(directory: Path) -> bool:
     """Whether some process holds the index lock (so it folds), read from ``/proc/locks`` without
     taking any lock.  False when it cannot be known (no ``/proc``; a holder in another PID
@@ -338,10 +381,11 @@ def index_held(directory: Path) -> bool:
     return False
 
 
-def wait_folded(directory: Path, timeout: float) -> int:
-    """Wait (at most ``timeout`` s) until what the log holds now is folded by the process holding
-    the index; returns the bytes still not folded."""
-    targets = seg.pending_bytes(directory)
+def wait_folded(directory: Path, timeout: float, targets: dict[str, int] | None = None) -> int:
+    """Wait (at most ``timeout`` s) until what the log holds now (or ``targets``: segment -> size,
+    from :func:`~.segments.pending_bytes`) is folded by the process holding the index; returns the
+    bytes still not folded."""
+    targets = seg.pending_bytes(directory) if targets is None else targets
     deadline = time.monotonic() + timeout
     while True:
         folded = seg.load_checkpoint(directory)

@@ -60,6 +60,9 @@ CHECKPOINT = "checkpoint.json"
 CHECKPOINT_VERSION = 1
 """The checkpoint's format; a newer one is refused (:class:`NewerFormat`), never read as this one."""
 INDEX_LOCK = "index.lock"
+FOLD_GATE = "fold.gate"
+"""Held exclusively by the indexer while a fold round changes the index, the checkpoint and the
+segments; shared by a reader while it reads the checkpoint and opens its snapshot (:mod:`.indexer`)."""
 SEGMENTS_DIR = "segments"
 
 SEGMENT_BYTES = 64 * 1024 * 1024
