@@ -22,7 +22,9 @@ receiver itself, so it can be run against an older checkout for a before/after f
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
+import json
 import socket
 import sys
 import tempfile
@@ -38,6 +40,7 @@ sys.path.insert(0, str(REPO))
 import grpc  # noqa: E402
 import pyoxigraph  # noqa: E402
 import requests  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue  # noqa: E402
@@ -468,7 +471,35 @@ def section_memory(workdir: Path, sessions: Sessions) -> bool:
             f"their 10 s deadline)",
             flush=True,
         )
-    return ok
+    return ok and _json_memory(workdir, body)
+
+
+def _json_memory(workdir: Path, body: bytes) -> bool:
+    """The same spans as one OTLP/JSON request over HTTP (as large as fits 64 MiB), a fresh serve."""
+    request = ExportTraceServiceRequest.FromString(body)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    document = json_format.MessageToDict(request)
+    for span in document["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in span:
+                span[key] = base64.b64decode(span[key]).hex()
+    data = json.dumps(document, separators=(",", ":")).encode()
+    keep = len(spans) * 60 // (len(data) // MIB + 1)  # about 60 MiB of it
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"][keep:] = []
+    data = json.dumps(document, separators=(",", ":")).encode()
+    del document, request
+    serve = start_serve(workdir / "store-mem-json", workdir / "serve-mem-json.log")
+    try:
+        start = time.monotonic()
+        answer = requests.post(f"http://{serve.http}/v1/traces", data=data, timeout=600,
+                               headers={"Content-Type": "application/json"})
+        took = time.monotonic() - start
+        rss = peak_rss_kib(serve.pid)
+    finally:
+        serve.terminate(120)
+    print(f"  OTLP/JSON over HTTP, {len(data) / MIB:.1f} MiB ({keep} spans): {answer.status_code} in "
+          f"{took:.1f} s; peak RSS {rss / 1024:.0f} MiB", flush=True)
+    return answer.status_code == 200
 
 
 def _field(number: int, data: bytes) -> bytes:

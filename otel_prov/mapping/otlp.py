@@ -236,7 +236,7 @@ class LazyRequest:
             return list(ScopeSpansMessage.FromString(data).spans)
         except DecodeError:
             pass
-        fixed = repaired(_wrap(1, _wrap(2, data)))
+        fixed = repaired(wrap(1, wrap(2, data)))
         if fixed is not None:
             if self._on_repair is not None:
                 self._on_repair()
@@ -247,7 +247,8 @@ class LazyRequest:
         return [_refused(self.body, a, b, "not valid protobuf")]
 
 
-def _wrap(number: int, data: bytes) -> bytes:
+def wrap(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field: its tag, the length of ``data``, ``data``."""
     return _encode_varint(number << 3 | 2) + _encode_varint(len(data)) + data
 
 
@@ -339,7 +340,7 @@ def _resource(data: bytes, request: LazyRequest) -> Any:
     try:
         return ResourceMessage.FromString(data)
     except DecodeError:
-        fixed = repaired(_wrap(1, _wrap(1, data)))
+        fixed = repaired(wrap(1, wrap(1, data)))
         if fixed is None:
             return ResourceMessage()
         if request._on_repair is not None:

@@ -32,7 +32,7 @@ def _spans(service: str, sessions: int) -> list:
 
 
 def _field(number: int, data: bytes) -> bytes:
-    return otlp._wrap(number, data)
+    return otlp.wrap(number, data)
 
 
 def test_a_request_read_a_slice_at_a_time_gives_the_spans_of_the_whole() -> None:
