@@ -108,6 +108,7 @@ def _build(question: str, props: dict[str, Props], children: dict[str, list[str]
     )
     trace.agent = first(q, OTELPROV.agentName)
     trace.service = first(q, OTELPROV.serviceName)
+    trace.end_time = first(q, OTELPROV.endTime)
     trace.not_captured = sorted(t.value for t in q.get(str(OTELPROV.notCaptured), []))
     trace.redacted = sorted(t.value for t in q.get(str(OTELPROV.redacted), []))
     error = first(q, OTELPROV.statusMessage)

@@ -30,6 +30,10 @@ NOT_CAPTURED_TEXT = "(not captured)"
 """How a value the trace did not record is shown (``otelprov:notCaptured``)."""
 REDACTED_TEXT = "(redacted)"
 """How a value the trace recorded only as a redaction marker is shown (``otelprov:redacted``)."""
+RECORD_KEYS = frozenset({"traceId", "spanId", "startTime", "endTime", "generatedAtTime", "startedAtTime",
+                         "endedAtTime"})
+"""A step's values that say where and when it was recorded (its span's ids and times), not what it
+did: never shown as its content, never a difference between two runs."""
 ENDS = {AGENT: "Conclusion", GRAPH_RAG: "Synthesis", DOC_RAG: "Synthesis"}
 """The kind of step that finishes a session of each type."""
 _FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
@@ -358,6 +362,25 @@ class Trace:
     """What the trace did not record of the Question (``otelprov:notCaptured``: ``query``)."""
     redacted: list[str] = field(default_factory=list)
     """What it recorded as a redaction marker (``otelprov:redacted``: ``query``)."""
+    end_time: str | None = None
+    """When its session (root) span ended (``otelprov:endTime`` of the Question), when recorded."""
+
+    @property
+    def duration_ms(self) -> float | None:
+        """From its start (or its first step's) to its end (or its last step's end), as ``list``'s
+        Duration; None when no time is recorded."""
+        starts = [epoch_ns(t) for t in (self.time, *(s.value("startTime") for s in self.steps))]
+        ends = [epoch_ns(t) for t in (self.end_time, *(s.value("endTime") for s in self.steps))]
+        first = min((t for t in starts if t is not None), default=None)
+        last = max((t for t in ends if t is not None), default=None)
+        return None if first is None or last is None or last < first else (last - first) / 1e6
+
+    @property
+    def step_count(self) -> int:
+        """Its steps as ``list`` counts them: an agent's Analysis steps, a RAG query's Exploration
+        and Focus."""
+        counted = ("Analysis",) if self.type == AGENT else ("Exploration", "Focus")
+        return sum(s.kind in counted for s in self.steps)
 
     @property
     def finished(self) -> bool:

@@ -16,6 +16,7 @@ from ..read.model import (
     DOC_RAG,
     FAILED,
     NOT_CAPTURED_TEXT,
+    RECORD_KEYS,
     REDACTED_TEXT,
     SelectedEdge,
     SessionRow,
@@ -29,8 +30,7 @@ from .links import jaeger_link
 QUESTION_WIDTH = 45
 """The list's Question column is cut to this many characters (as TrustGraph's)."""
 EMPTY = "No explainability sessions found."
-HIDDEN = {"traceId", "spanId", "statusMessage", "generatedAtTime", "startedAtTime", "endedAtTime",
-          "notCaptured", "redacted", "chunkSelection", "startTime", "endTime", *RAW_TERMS.values()}
+HIDDEN = {*RECORD_KEYS, "statusMessage", "notCaptured", "redacted", "chunkSelection", *RAW_TERMS.values()}
 """A step's values not shown as its content (ids, times; the error and what was not captured are
 shown apart)."""
 SHOWN_AS = {"thought": "Thought", "action": "Action", "arguments": "Arguments",
