@@ -157,7 +157,8 @@ def test_stores_imports_run_one_way_even_when_deferred() -> None:
 
 
 TESTS = REPO / "tests"
-TEST_DIRS = {"mapping", "model", "ingest", "stores", "serve", "render", "web", "cli", "examples", "system"}
+TEST_DIRS = {"mapping", "model", "ingest", "stores", "serve", "read", "render", "web", "cli", "examples",
+             "system"}
 """tests/ mirrors the package: a directory per part of ``otel_prov`` that has tests of its own (and
 ``system`` for what crosses them all: real processes end to end, the docs, the newcomer's path); the
 tests of a top-level module (``settings.py``, ``instrument.py``) sit at the top."""

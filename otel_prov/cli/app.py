@@ -12,7 +12,6 @@ Each subcommand is a module here that registers itself in :func:`build_parser`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,7 +20,7 @@ from .. import settings
 from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
-from ..render import FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
+from ..render import DIFF_FORMATS, FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
@@ -33,8 +32,19 @@ from .common import (
     PROG,
     CliError,
     format_choice,
+    silence_stdout,
 )
-from .read import DEFAULT_QUERY_TIMEOUT, EXPORT_SUFFIXES, cmd_check, cmd_export, cmd_list, cmd_query, cmd_show
+from .read import (
+    DEFAULT_QUERY_TIMEOUT,
+    DIFF_SUFFIXES,
+    EXPORT_SUFFIXES,
+    cmd_check,
+    cmd_diff,
+    cmd_export,
+    cmd_list,
+    cmd_query,
+    cmd_show,
+)
 
 _STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
                f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store, the exporter's default)")
@@ -127,6 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", **_formats(list(TRACE_FORMATS), from_output=True))
     p.add_argument("--jaeger-url", help=f"Jaeger UI base URL, to print the trace's link "
                    f"({settings.JAEGER_URL.env}; e.g. http://localhost:16686)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = _add(sub, "diff", cmd_diff, "compare two sessions: the first divergence, each changed value",
+             "Compare two sessions (typically two runs of the same question): their steps aligned (a step\n"
+             "inserted or removed leaves the later ones equal), the first divergence, each changed value\n"
+             "(question, thoughts, tools, arguments, observations, retrieved and selected items, answer,\n"
+             "model, errors) and what lies downstream of it.  Times, durations and tokens are measured\n"
+             "run against run, never differences.\n"
+             "Exit status (as diff's): 0 identical, 1 different, 2 trouble (a usage error, a session or\n"
+             "a store not found).",
+             epilog=f"example: {PROG} diff urn:trustgraph:agent:UUID1 urn:trustgraph:agent:UUID2")
+    p.add_argument("a", metavar="A", help="a session: its IRI (or a step's), its UUID, its trace id or the "
+                   "first 6 or more digits of it")
+    p.add_argument("b", metavar="B", help="the other session, named the same ways")
+    _common(p)
+    suffixes = ", ".join(f"{suffix} {name}" for suffix, name in DIFF_SUFFIXES.items())
+    p.add_argument("--format", **{**_formats(list(DIFF_FORMATS), from_output=True),
+                                  "help": f"default: from --output's suffix ({suffixes}), else text"})
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "export", cmd_export, "export the graph (or some sessions) as RDF",
@@ -238,14 +266,6 @@ _seconds = _at_least(float, 0, strictly=True, high=86_400 * 365)
 _positive = _at_least(int, 1, high=MAX_LIMIT)
 
 
-def _silence_stdout() -> None:
-    """No flush of what is left at exit (it would fail again, with a traceback)."""
-    try:
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-    except OSError:
-        pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
@@ -266,10 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return exc.status if isinstance(exc, CliError) else EXIT_FAILED
     except BrokenPipeError:  # `otel-prov export | head`
-        _silence_stdout()
+        silence_stdout()
         return EXIT_OK
     except OSError as exc:  # writing the output failed (a full device), ...: one line, never a traceback
-        _silence_stdout()
+        silence_stdout()
         where = f" ({exc.filename})" if exc.filename else " (the output)"
         print(f"{PROG}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_FAILED

@@ -98,6 +98,15 @@ def write(text: str | bytes, output: str | None) -> None:
         raise CliError(f"cannot write {output}: {exc.strerror or exc}") from exc
 
 
+def silence_stdout() -> None:
+    """After a failed write to stdout (a closed pipe): no flush of what is left at exit (it would fail
+    again, with a traceback)."""
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    except OSError:
+        pass
+
+
 def option(args: argparse.Namespace, setting: settings.Option[Any]) -> Any:
     """A setting's value for this command: its flag if given, else its variable, else its default."""
     name = (setting.flag or "").lstrip("-").replace("-", "_")

@@ -12,18 +12,31 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, TypeVar, cast
 
 from .. import settings
-from ..errors import StoreError
+from ..errors import ProvError, StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
-from ..read.model import STATUS_NAMES, TYPES, SessionFilter, TraceNotFound, check_bound
+from ..read.diff import diff
+from ..read.model import STATUS_NAMES, TYPES, SessionFilter, Trace, TraceNotFound, check_bound
 from ..read.queries import QueryRefused, check_query, run_query, syntax_message
 from ..read.reader import TraceReader
-from ..render import LIST_FORMATS, TRACE_FORMATS, Shown, render_trace
+from ..render import DIFF_FORMATS, LIST_FORMATS, TRACE_FORMATS, Shown, render_trace
 from ..render.rdf import EXPORT_FORMATS, write_quads
 from ..render.results import render_result
 from ..render.text import EMPTY
 from ..stores import ReadStore, check_store, parse_store
 from ..stores.base import IRI, QuadTerms, Term
-from .common import PROG, CliError, Reading, UsageError, check_iri, option, resolve_format, write
+from .common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    CliError,
+    Reading,
+    UsageError,
+    check_iri,
+    option,
+    resolve_format,
+    silence_stdout,
+    write,
+)
 
 T = TypeVar("T")
 
@@ -88,6 +101,49 @@ def cmd_show(args: argparse.Namespace) -> int:
     shown = Shown(trace, triples, jaeger)
     write(render_trace(fmt, shown), args.output)
     return 0
+
+
+# -- diff -------------------------------------------------------------------------------------------
+
+
+DIFF_SUFFIXES = {".txt": "text", ".json": "json"}
+"""``diff --output``'s suffixes, and the format each means when ``--format`` is not given."""
+EXIT_DIFFERENT = 1
+"""``diff``'s exit status when the sessions differ (0: identical; 2: trouble), as ``diff(1)``'s."""
+
+
+class DiffTrouble(CliError):
+    """What keeps ``diff`` from comparing (a session or a store not found, an output not written):
+    exit status 2, as ``diff(1)``'s trouble, never 1 (which says the sessions differ)."""
+
+    status = EXIT_USAGE
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    try:
+        fmt = resolve_format(args.format, args.output, DIFF_SUFFIXES, next(iter(DIFF_FORMATS)))
+        refs = [check_iri(ref, trace_id=True) for ref in (args.a, args.b)]
+        traces: list[Trace] = []
+        with Reading(args) as store:
+            reader = TraceReader(store)
+            for side, ref in zip("AB", refs, strict=True):
+                try:
+                    traces.append(reader.trace(ref)[0])
+                except TraceNotFound as exc:
+                    raise CliError(f"{side}: {exc}") from exc
+    except (CliError, ProvError) as exc:
+        raise DiffTrouble(str(exc)) from exc
+    found = diff(*traces)
+    status = EXIT_OK if found.identical else EXIT_DIFFERENT
+    try:
+        write(DIFF_FORMATS[fmt](found), args.output)
+    except BrokenPipeError:  # `otel-prov diff A B | head`: the status still says what was found
+        silence_stdout()
+    except CliError as exc:
+        raise DiffTrouble(str(exc)) from exc
+    except OSError as exc:
+        raise DiffTrouble(f"{exc.strerror or exc} (the output)") from exc
+    return status
 
 
 # -- export -----------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ registry of formats.  The CLI, and anything else that shows a trace, picks a for
 
 - a trace: :data:`TRACE_FORMATS` (``show --format``), each a function of a :class:`Shown`;
 - a list of sessions: :data:`LIST_FORMATS` (``list --format``);
+- two sessions compared: :data:`DIFF_FORMATS` (``diff --format``);
 - query results: :mod:`.results`; quads for ``export``: :func:`.rdf.write_quads`.
 
 Where to add a format: CONTRIBUTING.md ("An output format").
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..read.build import TraceTriple
+from ..read.diff import TraceDiff
 from ..read.graph import ProvGraph, prov_graph
 from ..read.model import SessionRow, Trace
 from . import data, dot, rdf, svg, text
@@ -67,6 +69,12 @@ LIST_FORMATS: dict[str, Callable[[Sequence[SessionRow]], str]] = {
     "json": data.session_json,
 }
 """Every format a list of sessions can be shown in (the first is the default)."""
+
+DIFF_FORMATS: dict[str, Callable[[TraceDiff], str]] = {
+    "text": text.diff_text,
+    "json": data.diff_json,
+}
+"""Every format two sessions compared can be shown in (the first is the default)."""
 
 
 def render_trace(fmt: str, shown: Shown) -> str:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..read.diff import CHANGED, EQUAL, ONLY_A, ONLY_B, TEXT, Entry, Pair, TraceDiff, Value
 from ..read.model import SessionRow, Trace, TraceStep
 from .links import jaeger_link
 
@@ -62,6 +63,63 @@ def _step_dict(step: TraceStep, jaeger: str | None) -> dict[str, Any]:
 
 def trace_json(trace: Trace, jaeger: str | None = None) -> str:
     return json.dumps(trace_dict(trace, jaeger), indent=2, ensure_ascii=False) + "\n"
+
+
+def _value(value: Value) -> dict[str, Any]:
+    """A compared value: ``{"state": "value", "values": [...]}``, or only its state
+    (``notCaptured``, ``redacted``, ``absent``)."""
+    if value.state == TEXT:
+        return {"state": value.state, "values": list(value.texts)}
+    return {"state": value.state}
+
+
+def _measures(pairs: dict[str, tuple[float | None, float | None]]) -> dict[str, Any]:
+    return {name: {"a": a, "b": b, "delta": None if a is None or b is None else b - a}
+            for name, (a, b) in pairs.items()}
+
+
+def _entry(entry: Entry | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    return {"id": entry.iri, "title": entry.title, "kind": entry.kind, "depth": entry.depth}
+
+
+def _pair(pair: Pair) -> dict[str, Any]:
+    """An aligned pair: its entries, the values that differ (both sides; all of an entry in one run
+    only), and its measures."""
+    names = pair.changed if pair.a is not None and pair.b is not None else pair.names
+    return {"status": pair.status, "a": _entry(pair.a), "b": _entry(pair.b), "changed": list(pair.changed),
+            "values": {name: {"a": _value(pair.value("a", name)), "b": _value(pair.value("b", name))}
+                       for name in names},
+            "measures": _measures(pair.deltas())}
+
+
+def _run(trace: Trace) -> dict[str, Any]:
+    return {"id": trace.id, "type": trace.type, "question": trace.question, "status": trace.status,
+            "time": trace.time, "traceId": trace.trace_id, "collection": trace.collection,
+            "service": trace.service, "agent": trace.agent}
+
+
+def diff_dict(found: TraceDiff) -> dict[str, Any]:
+    """``otel-prov diff --format json`` (and the web view's ``/api/diff``)."""
+    first = found.first
+    after = found.downstream
+    return {
+        "identical": found.identical,
+        "a": _run(found.a),
+        "b": _run(found.b),
+        "firstDivergence": None if first is None else {"index": first, **_pair(found.pairs[first])},
+        "downstream": {
+            "a": [p.a.iri for p in after if p.a is not None],
+            "b": [p.b.iri for p in after if p.b is not None],
+            **{status: found.count(status, after) for status in (EQUAL, CHANGED, ONLY_A, ONLY_B)}},
+        "entries": [_pair(p) for p in found.pairs],
+        "measures": _measures(found.totals),
+    }
+
+
+def diff_json(found: TraceDiff) -> str:
+    return json.dumps(diff_dict(found), indent=2, ensure_ascii=False) + "\n"
 
 
 CSV_COLUMNS = ("id", "type", "question", "time", "traceId", "collection", "status", "steps", "durationMs")

@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from ..model.vocab import RAW_TERMS
+from ..read.diff import CHANGED, EQUAL, ONLY_A, ONLY_B, Pair, TraceDiff
 from ..read.graph import step_title
 from ..read.model import (
     AGENT,
@@ -277,3 +278,161 @@ def trace_lines(trace: Trace, jaeger: str | None = None, depth: int = 0) -> list
 
 def trace_text(trace: Trace, jaeger: str | None = None) -> str:
     return visible("\n".join(trace_lines(trace, jaeger)) + "\n")
+
+
+# -- diff: text -----------------------------------------------------------------------------------
+
+DIFF_LABELS = {
+    "type": "Type", "agent": "Agent", "query": "Question", "thought": "Thought", "action": "Action",
+    "arguments": "Arguments", "observation": "Observation", "edgeCount": "Edges retrieved",
+    "chunkCount": "Chunks retrieved", "selectedChunk": "Chunks", "chunkScores": "Chunk ranks",
+    "selectedEdges": "Selected edges", "content": "Answer", "answer": "Answer", "llmModel": "Model",
+    "modelProvider": "Model provider", "finishReason": "Finish reason", "toolError": "Tool error",
+    "statusMessage": "Error", "evaluationName": "Evaluation", "evaluationScore": "Score",
+    "evaluationLabel": "Label", "evaluationExplanation": "Explanation",
+}
+"""How a compared value is named (the others by their predicate's local name)."""
+MEASURE_LABELS = {"durationMs": "Duration", "steps": "Steps", "inToken": "Input tokens",
+                  "outToken": "Output tokens", "reasoningTokens": "Reasoning tokens",
+                  "llmDurationMs": "Model time", "toolDurationMs": "Tool time"}
+STATUS_MARKS = {EQUAL: "=", CHANGED: "!", ONLY_A: "-", ONLY_B: "+"}
+"""The mark of each kind of pair at the start of its line (as ``diff``'s: ``-`` A only, ``+`` B only)."""
+_ALONE = {ONLY_A: "only in A", ONLY_B: "only in B"}
+
+
+def diff_label(name: str) -> str:
+    return DIFF_LABELS.get(name, name)
+
+
+def measure_text(name: str, value: float | None) -> str:
+    if value is None:
+        return "not recorded"
+    return format_ms(value) if name.endswith("Ms") else f"{value:g}"
+
+
+def delta_text(name: str, a: float | None, b: float | None) -> str:
+    """``A 331 ms, B 258 ms (-73 ms)``: two runs' measure and B's difference from A."""
+    text = f"A {measure_text(name, a)}, B {measure_text(name, b)}"
+    if a is None or b is None:
+        return text
+    if a == b:
+        return text + " (the same)"
+    return text + f" ({'+' if b > a else '-'}{measure_text(name, abs(b - a))})"
+
+
+def pair_title(pair: Pair) -> str:
+    """``Analysis 3 (kg_lookup)``, or ``A's Analysis 3 / B's Analysis 4 (kg_lookup)`` when they differ."""
+    a, b = pair.a, pair.b
+    if a is not None and b is not None:
+        title = a.title if a.title == b.title else f"A's {a.title} / B's {b.title}"
+    else:
+        title = f"{'A' if a is not None else 'B'}'s {pair.entry.title}"
+    tool = pair.entry.tool
+    return f"{title} ({tool})" if tool else title
+
+
+def side_range(pairs: Sequence[Pair], side: str) -> str:
+    """The first and last of one run's entries among ``pairs``: ``Analysis 2 to Conclusion``."""
+    titles = [entry.title for p in pairs if (entry := p.a if side == "a" else p.b) is not None]
+    if not titles:
+        return "nothing"
+    return titles[0] if len(titles) == 1 else f"{titles[0]} to {titles[-1]}"
+
+
+def both_ranges(pairs: Sequence[Pair]) -> str:
+    """``Analysis 1 to Analysis 4``, or ``A's ..., B's ...`` when the two runs' titles differ."""
+    a, b = side_range(pairs, "a"), side_range(pairs, "b")
+    return a if a == b else f"A's {a}, B's {b}"
+
+
+def divergence_text(found: TraceDiff) -> str:
+    """What the first divergence is, in one sentence (empty when the runs are identical)."""
+    if found.first is None:
+        return ""
+    pair = found.pairs[found.first]
+    if pair.changed == ("query",):  # a Question's text: "Question: Question differs" says it twice
+        return f"{pair_title(pair)}: its text differs"
+    what = _ALONE.get(pair.status) or (", ".join(diff_label(n) for n in pair.changed)
+                                        + (" differ" if len(pair.changed) > 1 else " differs"))
+    return f"{pair_title(pair)}: {what}"
+
+
+def downstream_text(found: TraceDiff) -> str:
+    """What comes after the first divergence, in each run, and how it compares."""
+    after = found.downstream
+    if not after:
+        return "nothing: it is the last entry of both runs"
+    sizes = [sum(1 for p in after if (p.a if side == "a" else p.b) is not None) for side in "ab"]
+    counts = ", ".join(f"{found.count(status, after)} {name}" for status, name in (
+        (EQUAL, "equal"), (CHANGED, "changed"), (ONLY_A, "only in A"), (ONLY_B, "only in B")))
+    return (f"A's {side_range(after, 'a')} ({_entries(sizes[0])}), B's {side_range(after, 'b')} "
+            f"({_entries(sizes[1])}): {counts}")
+
+
+def _entries(n: int) -> str:
+    return f"{n} {'entry' if n == 1 else 'entries'}"
+
+
+def _sides_lines(pair: Pair, name: str) -> list[str]:
+    lines = [f"    {diff_label(name)}:"]
+    for side in "ab":
+        text = pair.value(side, name).text.splitlines() or [""]
+        lines.append(f"      {side.upper()}: {text[0]}")
+        lines += [f"         {line}" if line else "" for line in text[1:]]
+    return lines
+
+
+def _diff_header(trace: Trace, side: str) -> str:
+    about = [trace.type, trace.status]
+    if trace.time:
+        about.append(f"started {shown_time(trace.time)}")
+    if trace.trace_id:
+        about.append(f"trace {trace.trace_id}")
+    return f"{side}: {trace.id} ({', '.join(about)})"
+
+
+def _pair_lines(pair: Pair) -> list[str]:
+    alone = _ALONE.get(pair.status)
+    lines = [f"{STATUS_MARKS[pair.status]} {pair_title(pair)}" + (f": {alone}" if alone else "")]
+    if pair.status == CHANGED:
+        for name in pair.changed:
+            lines += _sides_lines(pair, name)
+    else:
+        for name in pair.names:
+            lines += _field(diff_label(name), pair.entry.fields[name].text, "    ")
+    return lines
+
+
+def diff_lines(found: TraceDiff) -> list[str]:
+    """The text of ``otel-prov diff``, as lines."""
+    lines = [_diff_header(found.a, "A"), _diff_header(found.b, "B")]
+    question = found.pairs[0]
+    if "query" not in question.changed:
+        lines += _field("Question (both)", question.value("a", "query").text, "")
+    lines.append("")
+    if found.identical:
+        lines += ["The runs are identical: every value is equal (times, durations and tokens are not "
+                  "compared: see below).", ""]
+    else:
+        lines += [f"The runs differ. First divergence: {divergence_text(found)}.",
+                  f"Downstream of it (after it in the chain): {downstream_text(found)}.", ""]
+    lines.append("--- Entries (= equal, ! changed, - only in A, + only in B) ---")
+    for run in found.runs():
+        if run[0].status == EQUAL:
+            lines.append(f"= {both_ranges(run)} ({len(run)} equal)")
+        else:
+            lines += _pair_lines(run[0])
+    lines += ["", "--- Times, durations, tokens (not compared: two runs always differ in these) ---"]
+    started = [shown_time(t.time) or "not recorded" for t in (found.a, found.b)]
+    lines.append(f"Started: A {started[0]}, B {started[1]}")
+    for name, (a, b) in found.totals.items():
+        lines.append(f"{MEASURE_LABELS.get(name, name)}: {delta_text(name, a, b)}")
+    moved = found.durations_changed()
+    if moved:
+        lines.append("Durations that changed most:")
+        lines += [f"  {pair_title(p)}: {delta_text('durationMs', a, b)}" for p, a, b in moved]
+    return lines
+
+
+def diff_text(found: TraceDiff) -> str:
+    return visible("\n".join(diff_lines(found)) + "\n")

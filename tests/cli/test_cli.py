@@ -635,7 +635,7 @@ def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
     assert r.out.count("Collection: demo") == 3
 
 
-SUBCOMMANDS = ["list", "show", "export", "query", "check", "import", "demo"]
+SUBCOMMANDS = ["list", "show", "diff", "export", "query", "check", "import", "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
@@ -648,7 +648,7 @@ def test_help(command: str | None, capsysbinary: Any) -> None:
     if command is None:
         for name in SUBCOMMANDS:
             assert name in out
-    if command in ("list", "show", "export", "query", "check", "import"):
+    if command in ("list", "show", "diff", "export", "query", "check", "import"):
         assert "--store" in out and "OTEL_PROV_STORE" in out
 
 
@@ -1123,6 +1123,8 @@ def test_every_flag_refuses_a_bad_value_in_one_line(command: str, flag: str, tmp
     argv = [command, flag, bad]
     if command in ("show",):
         argv.append("urn:trustgraph:agent:x")
+    if command == "diff":
+        argv += ["urn:trustgraph:agent:x", "urn:trustgraph:agent:y"]
     if command == "query":
         argv.append("ASK { ?s ?p ?o }")
     if command == "import":
