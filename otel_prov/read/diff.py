@@ -182,14 +182,15 @@ class TraceDiff:
         first = self.first
         return [] if first is None else self.pairs[first + 1:]
 
-    def runs(self) -> list[list[Pair]]:
-        """The pairs in order, each run of consecutive equal pairs together (what a reader skims)."""
-        found: list[list[Pair]] = []
-        for pair in self.pairs:
-            if found and pair.status == EQUAL and found[-1][-1].status == EQUAL:
-                found[-1].append(pair)
+    def runs(self) -> list[tuple[int, list[Pair]]]:
+        """The pairs in order, each run of consecutive equal pairs together (what a reader skims),
+        with the index of its first pair."""
+        found: list[tuple[int, list[Pair]]] = []
+        for i, pair in enumerate(self.pairs):
+            if found and pair.status == EQUAL and found[-1][1][-1].status == EQUAL:
+                found[-1][1].append(pair)
             else:
-                found.append([pair])
+                found.append((i, [pair]))
         return found
 
     def durations_changed(self, top: int = 3, at_least: float = 1.0) -> list[tuple[Pair, float, float]]:

@@ -417,7 +417,7 @@ def diff_lines(found: TraceDiff) -> list[str]:
         lines += [f"The runs differ. First divergence: {divergence_text(found)}.",
                   f"Downstream of it (after it in the chain): {downstream_text(found)}.", ""]
     lines.append("--- Entries (= equal, ! changed, - only in A, + only in B) ---")
-    for run in found.runs():
+    for _, run in found.runs():
         if run[0].status == EQUAL:
             lines.append(f"= {both_ranges(run)} ({len(run)} equal)")
         else:

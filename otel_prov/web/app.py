@@ -8,8 +8,8 @@ visible (:func:`otel_prov.render.text.visible`); the Content-Security-Policy all
 script besides.
 
 Pages: ``/`` (sessions), ``/sessions/{iri}`` (one session; ``?format=`` downloads it),
-``/trace/{trace_id}`` (a Jaeger trace id -> its session), ``/sparql``.  JSON: ``/api/...``
-(docs/ui.md).
+``/diff?a=&b=`` (two sessions side by side), ``/trace/{trace_id}`` (a Jaeger trace id -> its
+session), ``/sparql``.  JSON: ``/api/...`` (docs/ui.md).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from starlette.templating import Jinja2Templates
 
 from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
+from ..read.diff import EQUAL, TraceDiff, diff
 from ..read.graph import step_summary, step_title
 from ..read.model import (
     SORTS,
@@ -54,10 +55,23 @@ from ..read.model import (
 from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import DASHBOARD_SESSIONS, Dashboard, TraceReader, dashboard
 from ..render import FORMAT_ALIASES, TRACE_FORMATS, Shown, render_trace
-from ..render.data import session_dicts, sessions_csv, trace_dict
+from ..render.data import diff_dict, session_dicts, sessions_csv, trace_dict
 from ..render.links import jaeger_link
 from ..render.results import render_result
-from ..render.text import HIDDEN, chunk_text, question_text, term, visible
+from ..render.text import (
+    HIDDEN,
+    MEASURE_LABELS,
+    both_ranges,
+    chunk_text,
+    delta_text,
+    diff_label,
+    divergence_text,
+    downstream_text,
+    pair_title,
+    question_text,
+    term,
+    visible,
+)
 from ..render.timeline import step_anchor, timeline
 from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable, single
 from ..settings import UiSettings, is_loopback
@@ -73,6 +87,8 @@ STEPS_PER_PAGE = 500
 """Steps on one page of a session (a long agent run is paged)."""
 PICTURE_MAX_NODES = 400
 """Above this many nodes the picture is not drawn in the page (it stays downloadable)."""
+DIFF_SHOWN = 500
+"""Entries that differ shown on the comparison page (the rest: its JSON, or ``otel-prov diff``)."""
 MAX_QUERIES = 2
 """SPARQL queries running at once (one that outlives its timeout keeps its place until it ends)."""
 MAX_QUERY_BYTES = 1 << 20
@@ -130,7 +146,9 @@ def _templates() -> Jinja2Templates:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(anchor=step_anchor, shown=_shown, when=_when, pretty=_pretty, session_url=session_url,
                        title=step_title, summary=step_summary, term=term, shell=shlex.quote, ms=format_ms)
-    env.globals.update(hidden=HIDDEN, question_text=question_text, chunk_text=chunk_text)
+    env.filters.update(label=diff_label, pair_title=pair_title)
+    env.globals.update(hidden=HIDDEN, question_text=question_text, chunk_text=chunk_text,
+                       both_ranges=both_ranges, delta_text=delta_text, measure_labels=MEASURE_LABELS)
     return Jinja2Templates(env=env)
 
 
@@ -365,6 +383,76 @@ class View:
             return JSONResponse({"error": str(exc)}, status_code=404)
         return JSONResponse({"traceId": trace_id, "session": iri, "url": session_url(iri)})
 
+    # -- two sessions compared ---------------------------------------------------------------------
+
+    @staticmethod
+    def _compared(request: Request) -> tuple[str, str] | None:
+        """The two sessions a comparison names: ``?a=&b=`` (the session page's "Compare with"), or
+        ``?s=`` twice (the list's two ticked rows); None when it names none;
+        :class:`BadParameter` when it does not name two."""
+        params = request.query_params
+        picked = [v.strip() for v in params.getlist("s") if v.strip()]
+        given = [params.get("a", "").strip(), params.get("b", "").strip()]
+        if not picked and not any(given):
+            return None
+        if picked and not any(given) and len(picked) == 2:
+            return picked[0], picked[1]
+        if picked:
+            raise BadParameter(f"select two sessions to compare ({len(picked)} selected)")
+        if not all(given):
+            raise BadParameter(f"give two sessions to compare: {'a' if not given[0] else 'b'}= is empty")
+        return given[0], given[1]
+
+    def _diff(self, a: str, b: str) -> TraceDiff:
+        """The two sessions (each named as the CLI takes it) read and compared; :class:`TraceNotFound`
+        saying which of them is missing."""
+        traces = []
+        with self.store() as store:
+            reader = TraceReader(store)
+            for side, ref in (("A", a), ("B", b)):
+                try:
+                    traces.append(reader.trace(ref)[0])
+                except TraceNotFound as exc:
+                    raise TraceNotFound(f"{side}: {exc}") from None
+        return diff(*traces)
+
+    def diff_page(self, request: Request) -> Response:
+        try:
+            named = self._compared(request)
+        except BadParameter as exc:
+            return self.page(request, "diff.html", 400, found=None, a=request.query_params.get("a", ""),
+                             b=request.query_params.get("b", ""), error=str(exc))
+        if named is None:
+            return self.page(request, "diff.html", found=None, a="", b="", error=None)
+        try:
+            found = self._diff(*named)
+        except (TraceNotFound, StoreNotFound) as exc:
+            return self.page(request, "diff.html", 404, found=None, a=named[0], b=named[1], error=str(exc))
+        runs, shown = [], 0
+        for start, run in found.runs():
+            if run[0].status != EQUAL:
+                shown += 1
+                if shown > DIFF_SHOWN:
+                    break
+            runs.append((start, run))
+        api = "/api/diff?" + urlencode({"a": found.a.id, "b": found.b.id})
+        return self.page(request, "diff.html", found=found, a=found.a.id, b=found.b.id, error=None, runs=runs,
+                         cut=shown > DIFF_SHOWN, api=api, divergence=divergence_text(found),
+                         downstream=downstream_text(found))
+
+    def api_diff(self, request: Request) -> Response:
+        try:
+            named = self._compared(request)
+            if named is None:
+                raise BadParameter("give two sessions to compare: ?a=...&b=... (IRIs, UUIDs or trace ids)")
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        try:
+            found = self._diff(*named)
+        except (TraceNotFound, StoreNotFound) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse(diff_dict(found))
+
     # -- SPARQL -----------------------------------------------------------------------------------
 
     def _run(self, text: str) -> tuple[QueryResult | None, bool, str | None, int]:
@@ -467,6 +555,7 @@ class View:
                              "&q=&status=complete|failed|unfinished&tool=&agent=&model=&service="
                              "&sort=time|duration|steps|status&offset=&limit=",
             "/api/sessions/{iri}": "one session (the same JSON as 'otel-prov show --format json')",
+            "/api/diff?a=&b=": "two sessions compared (the same JSON as 'otel-prov diff --format json')",
             "/api/trace/{trace_id}": "the session recorded from a Jaeger trace id",
             "/api/sparql?query=": "SPARQL 1.1 query results JSON (rows cut at the row limit: truncated); "
                                   "&format=csv: CSV",
@@ -598,6 +687,8 @@ def create_app(config: UiSettings) -> Starlette:
         Route("/", view.list_page),
         Route("/sessions/{iri:path}", view.session_page),
         Route("/trace/{trace_id}", view.trace_page),
+        Route("/diff", view.diff_page),
+        Route("/api/diff", view.api_diff),
         Route("/sparql", view.sparql_page, methods=["GET", "POST"]),
         Route("/api", view.api_index),
         Route("/api/sessions", view.api_sessions),

@@ -177,6 +177,35 @@ def test_hostile_session_runs_nothing_and_wraps(page: Any, view: str, recorded: 
     assert page.problems == []
 
 
+def test_compare_two_sessions_side_by_side(page: Any, view: str, recorded: Recorded, shots: Path) -> None:
+    """Two sessions ticked in the list open side by side; the hostile one runs nothing there either;
+    "Compare with" on a session's page takes a pasted trace id; equal entries unfold on a click."""
+    page.goto(view + "/")
+    for iri in (recorded.agent.explain_id, recorded.hostile):
+        page.locator(f'input[name=s][value="{iri}"]').check()
+    page.click("#compare-selected button")
+    page.locator("#verdict").wait_for()
+    assert page.url.startswith(view + "/diff?s=")
+    assert page.locator("#verdict").inner_text().startswith("The runs differ. First divergence: Question")
+    assert page.evaluate("() => window.__pwned") is None and page.dialogs == []
+    assert SCRIPT in page.locator("#entries").inner_text()
+    no_horizontal_scroll(page)
+    snap(page, shots, "diff-hostile.png", full_page=True)
+    page.goto(view + session_url(recorded.agent.explain_id))
+    itself = (recorded.agent.trace_id or "")[:8]  # as Jaeger's search page shows it
+    page.fill("#compare-with input[name=b]", itself)
+    page.click("#compare-with button")
+    page.locator("#verdict").wait_for()
+    assert page.locator("#verdict").inner_text().startswith("The runs are identical")
+    folded = page.locator("tbody.equal details").first
+    assert not folded.locator("table.titles").is_visible()
+    folded.locator("summary").click()
+    assert folded.locator("table.titles").is_visible()
+    no_horizontal_scroll(page)
+    snap(page, shots, "diff.png", full_page=True)
+    assert page.problems == []
+
+
 def test_sparql_page(page: Any, view: str, shots: Path) -> None:
     page.goto(view + "/sparql")
     assert "PREFIX prov: <http://www.w3.org/ns/prov#>" in page.locator("#prefixes").inner_text()
@@ -214,6 +243,15 @@ def test_live_refresh(page: Any, tmp_path: Path) -> None:
         assert exporter.force_flush()
         page.get_by_text("Recorded while you watch?").wait_for(timeout=15_000)
         assert page.evaluate("() => performance.getEntriesByType('navigation').length") == 1  # no reload
+        page.locator("input[name=s]").first.check()  # ticked to compare: still ticked after a refresh
+        with doc_rag_session("And another one?", tracer_provider=provider) as session:
+            session.exploration(["c2"])
+            session.synthesis("yes")
+        assert exporter.force_flush()
+        page.get_by_text("And another one?").wait_for(timeout=15_000)
+        ticked = page.locator("input[name=s]:checked")
+        assert ticked.count() == 1 and ticked.get_attribute("value") != page.locator("input[name=s]").first \
+            .get_attribute("value")  # the first session's box, now second in the list
     finally:
         provider.shutdown()
         running.stop()

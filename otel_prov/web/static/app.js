@@ -16,6 +16,12 @@
       .then(function (html) {
         if (html === null) { return; }
         var fresh = new DOMParser().parseFromString(html, "text/html");
+        // The sessions ticked to compare stay ticked in the fresh list.
+        var ticked = {};
+        document.querySelectorAll("input[name=s]:checked").forEach(function (box) { ticked[box.value] = true; });
+        fresh.querySelectorAll("input[name=s]").forEach(function (box) {
+          if (ticked[box.value]) { box.setAttribute("checked", ""); }
+        });
         live.forEach(function (el) {
           var next = el.id ? fresh.getElementById(el.id) : null;
           if (next) { el.replaceWith(next); }
