@@ -1,14 +1,19 @@
 """Abuse benchmark: ``otel-prov serve`` (a separate process, on-disk store, 127.0.0.1 only) against
-hostile input, memory pressure, load and faults.  Prints four sections:
+hostile input, memory pressure, load and faults.  Its sections:
 
   bad inputs   every hostile request of :func:`bad_inputs` in turn, each followed by a good
                request: tried / survived (health 200 and the good request acknowledged after it)
                / data intact (after a clean stop, the store holds exactly the quads of the spans
                acknowledged, nothing else);
   memory       peak RSS (VmHWM) of a fresh serve given one, then three concurrent 63 MiB requests
-               of agent spans (gRPC), and how long a small request waits meanwhile;
+               of agent spans (gRPC), and how long a small request waits meanwhile; then ~60 MiB
+               of the same spans as one OTLP/JSON request (HTTP);
+  tiny         requests of millions of tiny protobuf messages (peak RSS, the answer);
+  slow         256 connections trickling declared bodies, then /health and a small request;
   load         spans/s held with 50 concurrent clients (25 gRPC, 25 HTTP), refusals retried after
                their RetryInfo / Retry-After, every acknowledged span checked in the store;
+  ui           otel-prov ui against 2 GiB and 8 x 512 MiB cross-site POSTs and two cartesian
+               queries: peak RSS of the view and its query processes;
   faults       kill -9 under load then a restart (acknowledged spans lost), and 1,100 idle
                connections on each port of a serve limited to 1,024 file descriptors (health,
                HTTP and gRPC still served, clean stop).
@@ -16,21 +21,23 @@ hostile input, memory pressure, load and faults.  Prints four sections:
 Sections can be chosen (``--only memory``); the memory section uses nothing newer than the
 receiver itself, so it can be run against an older checkout for a before/after figure.
 
-    python benchmarks/bench_abuse.py [--only bad,memory,load,faults] [--seconds 20]
+    python benchmarks/bench_abuse.py [--only bad,memory,tiny,slow,ui,load,faults] [--seconds 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import gzip
 import json
+import re
 import socket
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +54,19 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue  # noqa:
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 
 from benchmarks.bench_ingest import build_spans  # noqa: E402
+from otel_prov import ProvSpanExporter  # noqa: E402
 from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
-from tests.support.procs import Serve, peak_rss_kib, start_serve  # noqa: E402
+from tests.support.procs import (  # noqa: E402
+    Serve,
+    http_get,
+    peak_rss_kib,
+    process_tree,
+    start,
+    start_serve,
+    wait_until,
+)
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 MIB = 1024 * 1024
@@ -581,6 +597,93 @@ def section_slow(workdir: Path, sessions: Sessions, flood: int = 256) -> bool:
     return ok
 
 
+class TreeRss:
+    """The largest sum of ``VmRSS`` over a process and its children (the view's query processes come
+    and go), sampled every 50 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_kib = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            total = 0
+            for pid in process_tree(self.pid):
+                with contextlib.suppress(OSError, ValueError, StopIteration):
+                    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines()
+                                if x.startswith("VmRSS:"))
+                    total += int(line.split()[1])
+            self.peak_kib = max(self.peak_kib, total)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(5)
+        return self.peak_kib
+
+
+def section_ui(workdir: Path, sessions: Sessions) -> bool:
+    """``otel-prov ui`` (its own process) against what the issue took it to 4.1 and 6.8 GiB with: large
+    cross-site POST bodies, and queries that would take all the memory there is."""
+    store = workdir / "store-ui"
+    exporter = ProvSpanExporter(store=store)
+    exporter.export(sessions.take(5))
+    exporter.shutdown()
+    log = workdir / "ui.log"
+    ui = start("otel-prov ui", [sys.executable, "-m", "otel_prov.cli", "ui", "--store", str(store),
+                                "--port", "0", "--query-timeout", "20"], log)
+    ok = True
+    print("ui: otel-prov ui (its own process) on a small store; peak RSS of the view and its query processes")
+    try:
+        found = wait_until(lambda: re.search(r"serving (http://127\.0\.0\.1:\d+)/", log.read_text()), 30,
+                           "the view", proc=ui)
+        url = found.group(1)
+
+        def post(size: int, out: list[str]) -> None:
+            def body() -> Iterator[bytes]:
+                chunk = b"query=" + b"x" * (MIB - 6)
+                for _ in range(size // MIB):
+                    yield chunk
+                    chunk = b"x" * MIB
+            try:
+                answer = requests.post(f"{url}/sparql", data=body(), timeout=120, headers={
+                    "Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"})
+                out.append(str(answer.status_code))
+            except requests.RequestException as exc:  # closed while sending: refused unread
+                out.append(type(exc).__name__)
+
+        def query(text: str, out: list[str]) -> None:
+            answer = requests.get(f"{url}/sparql", params={"query": text}, timeout=120)
+            out.append(str(answer.status_code))
+
+        cartesian = ("SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l } "
+                     "ORDER BY ?c ?f ?i ?l")
+        cases: list[tuple[str, int, Callable[[list[str]], None]]] = [
+            ("one 2 GiB chunked POST, foreign Origin", 1, lambda out: post(2048 * MIB, out)),
+            ("eight 512 MiB chunked POSTs at once", 8, lambda out: post(512 * MIB, out)),
+            ("two cartesian ORDER BY queries at once", 2, lambda out: query(cartesian, out)),
+        ]
+        for name, count, send in cases:
+            watch = TreeRss(ui.pid)
+            answers: list[str] = []
+            start_at = time.monotonic()
+            threads = [threading.Thread(target=send, args=(answers,)) for _ in range(count)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(180)
+            took = time.monotonic() - start_at
+            peak = watch.stop()
+            alive, _ = http_get(f"{url}/", 10)
+            print(f"  {name}: {', '.join(sorted(set(answers)))} in {took:.1f} s; peak RSS "
+                  f"{peak / 1024:.0f} MiB; the list page after it: {alive}", flush=True)
+            ok = ok and alive == 200 and (count == 2 or peak < 512 * 1024)  # a query may take 1 GiB
+    finally:
+        ui.terminate(30)
+    return ok
+
+
 def _until_ok(port: int, body: bytes, limit: float = 600.0) -> str:
     """Send until acknowledged, honouring the retry delays; "ok (n retries)" or the last error."""
     deadline = time.monotonic() + limit
@@ -723,7 +826,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default="bad,memory,tiny,slow,load,faults",
+    parser.add_argument("--only", default="bad,memory,tiny,slow,ui,load,faults",
                         help="sections, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="of load in the load section")
     args = parser.parse_args(argv)
@@ -732,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
     sessions = Sessions(12_000)
     print(f"built {len(sessions.spans)} spans of agent sessions in {time.monotonic() - t:.1f} s", flush=True)
     sections = {"bad": section_bad, "memory": section_memory, "tiny": section_tiny, "slow": section_slow,
-                "faults": section_faults}
+                "faults": section_faults, "ui": section_ui}
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
         for name in chosen:
