@@ -202,13 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
              "    when a store could not take them (otel-prov-rescue-*.nq); a triple of the default graph\n"
              "    goes to urn:graph:retrieval;\n"
              "  OTLP/JSON (.json, .jsonl): one ExportTraceServiceRequest a line, as the Collector's file\n"
-             "    exporter writes them; the spans are mapped as serve maps them.\n"
+             "    exporter writes them; the spans are mapped as serve maps them;\n"
+             "  Jaeger's JSON (a .json file starting {\"data\": ...): what its UI downloads and its API\n"
+             "    answers; its spans made OTLP again, then mapped the same way.\n"
              "Importing twice changes nothing.  A file that cannot be read is one line, none of it is\n"
              "written, and the others are imported (exit status 1).")
     p.add_argument("files", nargs="+", metavar="FILE", help="the files to import")
     p.add_argument("--store", help=f"where to write: 'oxigraph:PATH', a path or http(s)://... "
                    f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store)")
-    p.add_argument("--format", choices=("nquads", "trig", "otlp-json"), type=str.lower,
+    p.add_argument("--format", choices=("nquads", "trig", "otlp-json", "jaeger-json"), type=str.lower,
                    help="the files' format (default: from each file's suffix, else its first byte)")
     p.add_argument("--profile", type=str.lower, choices=("seed", "strict"),
                    help=f"the mapping profile of spans ({settings.PROFILE.env}; default seed)")

@@ -110,3 +110,74 @@ def test_a_line_that_is_not_otlp_json_names_its_line(tmp_path: Path, capsysbinar
     path.write_text(text + "\n")
     r = cli(capsysbinary, "import", str(path), "--store", str(tmp_path / "store"))
     assert r.code == 1 and "spans.json: not imported: line 1: undecodable OTLP/JSON" in r.err, r.err
+
+
+# -- Jaeger's JSON ----------------------------------------------------------------------------------
+
+
+def test_jaeger_json_from_a_real_jaeger_is_mapped_as_the_spans_it_holds(tmp_path: Path,
+                                                                       capsysbinary: Any) -> None:
+    """Spans sent to a real Jaeger (OTLP/gRPC), read back from its API as its UI downloads them,
+    imported: the same graph as the spans mapped directly, whatever was lost on the way (Jaeger
+    keeps kinds, statuses and scopes as tags: they are read back)."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    from tests.support.procs import start_jaeger, wait_until
+
+    spans = agent_spans(3) + _genai()
+    jaeger = start_jaeger(tmp_path)
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{jaeger.otlp_grpc}", insecure=True)
+        assert exporter.export(spans).name == "SUCCESS"
+        exporter.shutdown()
+        trace_ids = sorted({f"{s.context.trace_id:032x}" for s in spans})  # type: ignore[union-attr]
+        traces = wait_until(lambda: [t for t in map(jaeger.trace, trace_ids) if t is not None]
+                            if all(jaeger.trace(t) for t in trace_ids) else None, 30, "the traces in Jaeger")
+    finally:
+        jaeger.terminate()
+    assert sum(len(t["spans"]) for t in traces) == len(spans)
+    download = tmp_path / "jaeger-traces.json"
+    download.write_text(json.dumps({"data": traces}))
+    store = tmp_path / "store"
+    r = cli(capsysbinary, "import", str(download), "--store", str(store))
+    assert r.code == 0 and f"from {len(spans)} spans" in r.err, r.err
+    want, got = _ends_apart(spans_to_dataset(spans)), _ends_apart(load_dataset(str(store)))
+    assert_isomorphic(want[0], got[0])
+    assert want[1].keys() == got[1].keys()  # Jaeger keeps a start and a duration in microseconds:
+    assert all(0 <= (want[1][k] - got[1][k]).total_seconds() <= 1e-6 for k in want[1])  # an end 1 µs early
+    again = cli(capsysbinary, "import", str(download), "--store", str(store), "--format", "jaeger-json")
+    assert again.code == 0
+    assert _ends_apart(load_dataset(str(store)))[1] == got[1]  # importing twice: the same
+    assert_isomorphic(got[0], _ends_apart(load_dataset(str(store)))[0])
+
+
+def _ends_apart(dataset: Any) -> tuple[Any, dict[str, Any]]:
+    """The dataset without its end times, and the end times by node."""
+    import rdflib
+
+    end = rdflib.URIRef("https://w3id.org/otel-prov/ns#endTime")
+    ends = {str(s): o.toPython() for s, p, o, _ in dataset.quads((None, end, None, None))}
+    rest = rdflib.Dataset()
+    for s, p, o, g in dataset.quads((None, None, None, None)):
+        if p != end:
+            rest.add((s, p, o, g))
+    return rest, ends
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('{"data": [{"spans": 7}]}', "trace 1: no list of spans"),
+    ('{"data": [{"spans": [{"spanID": "ab"}]}]}', "span 'ab' is not Jaeger's JSON"),
+    ('{"data": [{"spans": [{"traceID": "zz", "spanID": "ab", "startTime": 1}]}]}', "is not Jaeger's JSON"),
+])
+def test_what_is_not_jaeger_json_is_one_line_and_nothing_written(tmp_path: Path, capsysbinary: Any,
+                                                                 text: str, says: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    store = tmp_path / "store"
+    r = cli(capsysbinary, "import", str(bad), "--store", str(store))
+    assert r.code == 1 and says in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert not store.exists()
+    forced = tmp_path / "otlp.json"
+    forced.write_text(_otlp_json_line(agent_spans(1)))
+    r = cli(capsysbinary, "import", str(forced), "--store", str(store), "--format", "jaeger-json")
+    assert r.code == 1 and "not Jaeger's JSON" in r.err
