@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, Any
 
 from .. import settings
 from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id, is_trace_id_prefix, is_uuid
@@ -153,3 +154,36 @@ def resolve_format(given: str | None, output: str | None, suffixes: dict[str, st
         raise UsageError(f"--format {given} does not match the output file {output!r} ({suffix} is "
                          f"{named}): give one or the other")
     return given
+
+
+class Progress:
+    """``exporting: N/M quads (P%)`` on stderr (or another verb), only when stderr is a terminal and
+    the work is long."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None, min_total: int = 20000, *,
+                 doing: str = "exporting", done: str = "exported") -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.total = total
+        self.enabled = total >= min_total and self.stream.isatty()
+        self.doing, self.done = doing, done
+        self._last = 0.0
+
+    def wrap(self, items: Iterable[Any]) -> Iterator[Any]:
+        count = 0
+        for count, item in enumerate(items, 1):
+            if count % 1000 == 0:
+                self.update(count)
+            yield item
+        self.finish(count)
+
+    def update(self, count: int) -> None:
+        """``count`` of :attr:`total` done (shown at most every 0.2 s)."""
+        if self.enabled and time.monotonic() - self._last > 0.2:
+            self._last = time.monotonic()
+            self.stream.write(f"\r{self.doing}: {count}/{self.total} quads ({100 * count // self.total}%)")
+            self.stream.flush()
+
+    def finish(self, count: int) -> None:
+        if self.enabled:
+            self.stream.write(f"\r{self.done} {count} quads.{' ' * 20}\n")
+            self.stream.flush()

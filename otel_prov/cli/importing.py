@@ -35,7 +35,7 @@ from ..model.quads import nquads
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..serve.decode import BadRequest, decode_json
 from ..stores import open_for_writing
-from .common import EXIT_FAILED, EXIT_OK, option, store_spec
+from .common import EXIT_FAILED, EXIT_OK, Progress, option, store_spec
 
 FORMATS = {"nquads": pyoxigraph.RdfFormat.N_QUADS, "trig": pyoxigraph.RdfFormat.TRIG}
 SUFFIXES = {".nq": "nquads", ".nquads": "nquads", ".trig": "trig", ".json": "otlp-json",
@@ -255,8 +255,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     store = open_for_writing(spec)
     try:
         for path, parts, summary in loaded:
+            progress = Progress(sum(count for _, count in parts), doing=f"importing {path}",
+                                done=f"{path}: written")
+            written = 0
             for text, count in parts:
                 store.add(text, count)
+                written += count
+                progress.update(written)
+            progress.finish(written)
             print(f"imported {path}: {summary}", file=sys.stderr)
     finally:
         try:

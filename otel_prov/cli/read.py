@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, TypeVar, cast
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
 from .. import settings
 from ..errors import ProvError, StoreError
@@ -29,6 +28,7 @@ from .common import (
     EXIT_USAGE,
     PROG,
     CliError,
+    Progress,
     Reading,
     UsageError,
     check_iri,
@@ -147,28 +147,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 # -- export -----------------------------------------------------------------------------------------
-
-
-class Progress:
-    """``exported N/M quads`` on stderr, only when stderr is a terminal and the export is long."""
-
-    def __init__(self, total: int, stream: IO[str] | None = None, min_total: int = 20000) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.total = total
-        self.enabled = total >= min_total and self.stream.isatty()
-        self._last = 0.0
-
-    def wrap(self, items: Iterable[Any]) -> Iterator[Any]:
-        count = 0
-        for count, item in enumerate(items, 1):
-            if self.enabled and count % 1000 == 0 and time.monotonic() - self._last > 0.2:
-                self._last = time.monotonic()
-                self.stream.write(f"\rexporting: {count}/{self.total} quads ({100 * count // self.total}%)")
-                self.stream.flush()
-            yield item
-        if self.enabled:
-            self.stream.write(f"\rexported {count} quads.{' ' * 20}\n")
-            self.stream.flush()
 
 
 def _session_quads(store: ReadStore, iris: Iterable[str]) -> list[QuadTerms]:

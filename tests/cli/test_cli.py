@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_prov import ProvSpanExporter, agent_session, load_dataset
 from otel_prov.cli import build_parser, main
-from otel_prov.cli.read import Progress
+from otel_prov.cli.common import Progress
 from otel_prov.examples.rag import graph_rag
 from otel_prov.examples.tools import knowledge_graph
 from otel_prov.model.vocab import GRAPH_RETRIEVAL

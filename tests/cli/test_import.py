@@ -181,3 +181,27 @@ def test_what_is_not_jaeger_json_is_one_line_and_nothing_written(tmp_path: Path,
     forced.write_text(_otlp_json_line(agent_spans(1)))
     r = cli(capsysbinary, "import", str(forced), "--store", str(store), "--format", "jaeger-json")
     assert r.code == 1 and "not Jaeger's JSON" in r.err
+
+
+def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from otel_prov.cli import importing
+    from otel_prov.cli.app import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    rescue = tmp_path / "otel-prov-rescue-1-2.nq"
+    rescue.write_text("".join(f'<urn:x:{i}> <urn:p> "{i}" <urn:graph:retrieval> .\n' for i in range(25_000)))
+    monkeypatch.setattr(importing, "PART_QUADS", 5_000)
+    for stream, shown in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        assert main(["import", str(rescue), "--store", str(tmp_path / "store")]) == 0
+        said = stream.getvalue()
+        assert (f"\rimporting {rescue}: 5000/25000 quads (20%)" in said) is shown, said
+        assert (f"\r{rescue}: written 25000 quads." in said) is shown
+        assert said.rstrip().endswith(f"imported {rescue}: 25000 quads")
+    assert _quads(tmp_path / "store") == 25_000
