@@ -57,6 +57,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     return run_import(args)
 
 
+def cmd_hold(args: argparse.Namespace) -> int:
+    from .lifecycle import cmd_hold as run
+
+    return run(args)
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from .lifecycle import cmd_delete as run
+
+    return run(args)
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from .lifecycle import cmd_prune as run
+
+    return run(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo  # imports the examples (rdflib parsing) only when asked
 
@@ -214,6 +232,46 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the files' format (default: from each file's suffix, else its first byte)")
     p.add_argument("--profile", type=str.lower, choices=("seed", "strict"),
                    help=f"the mapping profile of spans ({settings.PROFILE.env}; default seed)")
+
+    p = _add(sub, "hold", cmd_hold, "place, release or list legal holds (kept from delete and prune)",
+             "A hold keeps a session (with its sub-traces) or a whole collection from every removal:\n"
+             "delete refuses it by name, prune keeps it.  Holds are recorded in the store (graph\n"
+             "urn:graph:holds: who, when, why).")
+    p.add_argument("action", choices=("add", "remove", "list"), type=str.lower)
+    p.add_argument("sessions", nargs="*", metavar="SESSION", help="session IRIs or trace ids")
+    p.add_argument("--collection", help="hold (or release) a whole collection")
+    p.add_argument("--reason", help="why (recorded)")
+    p.add_argument("--by", help="who (recorded; default: your user name)")
+    p.add_argument("--format", choices=("table", "json"), type=str.lower, default="table",
+                   help="hold list's format")
+    p.add_argument("--store", help=_STORE_HELP)
+
+    erasing = ("Each session goes with its sub-traces, from whatever the store is; each erasure is\n"
+               "recorded (graph urn:graph:erasures: who, when, why, which session; never what it held).\n"
+               "On an on-disk store the log is folded first and the index compacted after (unless\n"
+               "another process, serve, indexes it: then it says so and exits 1); the text of what was\n"
+               "removed may remain in the index's string table until the store is rebuilt (docs/store.md).\n"
+               "A held session is refused by name (exit 1).")
+    p = _add(sub, "delete", cmd_delete, "erase sessions from the store (with their sub-traces)",
+             "Erase sessions: the ones named, a collection's, or those whose recorded text holds some\n"
+             "words (--where-text).\n" + erasing)
+    p.add_argument("sessions", nargs="*", metavar="SESSION", help="session IRIs or trace ids")
+    p.add_argument("--collection", help="every session of this collection")
+    p.add_argument("--where-text", help="every session whose question, steps or answer hold these words")
+    p.add_argument("--reason", help="why (recorded)")
+    p.add_argument("--by", help="who (recorded; default: your user name)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
+    p.add_argument("--store", help=_STORE_HELP)
+
+    p = _add(sub, "prune", cmd_prune, "erase the sessions older than a given age (held ones kept)",
+             "Erase the sessions that started more than DURATION ago (90d, 12h, 2w, 1y), of one\n"
+             "collection or all; held ones are kept and counted.\n" + erasing)
+    p.add_argument("--older-than", required=True, metavar="DURATION", help="90d, 12h, 2w, 1y, ...")
+    p.add_argument("--collection", help="only this collection's sessions")
+    p.add_argument("--reason", help="why (recorded; default 'retention: older than DURATION')")
+    p.add_argument("--by", help="who (recorded; default: your user name)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
+    p.add_argument("--store", help=_STORE_HELP)
 
     p = _add(sub, "demo", cmd_demo, "run the example agents and show what they recorded",
              "Run the three example flows (a ReAct agent with a calculator, a knowledge-graph lookup\n"

@@ -123,6 +123,24 @@ def backlog_probe(spec: StoreSpec) -> Callable[[], int] | None:
     return cast(Callable[[], int], _backend(spec).log_backlog(spec.path))
 
 
+def settle(spec: StoreSpec, *, timeout: float, compact: bool = False) -> bool:
+    """For an on-disk store: everything its log holds now folded into its index (by this process
+    when no other indexes it, else waited for, at most ``timeout`` seconds), and with ``compact`` the
+    index's files compacted (what was removed then leaves the files too).  Whether that was done:
+    False when another process indexes it (a compaction is then its to do) or did not fold in time.
+    Other stores have no log: True."""
+    if spec.scheme != OXIGRAPH or spec.path is None:
+        return True
+    backend = _backend(spec)
+    folded = backend.fold(spec.path, compact=compact)
+    if folded is not None:
+        return True
+    from .indexer import wait_folded
+    from .segments import segments_dir
+
+    return not compact and wait_folded(segments_dir(spec.path), timeout) == 0
+
+
 def check_store(spec: StoreSpec, *, repair: bool = False) -> Any:
     """The state of an on-disk store (its index, its log: :class:`~.logstore.Health`); with
     ``repair``, what can be repaired without losing anything is (a lost ``CURRENT``).  Other stores

@@ -464,10 +464,12 @@ class _Closing:
         self.store.close()
 
 
-def fold(path: Path) -> int | None:
+def fold(path: Path, *, compact: bool = False) -> int | None:
     """Fold the log of the store at ``path`` into its index now, as its indexing process does (the
     index lock, the index read-write): the records folded, or None if another process holds the
-    index lock (it folds).  A writer's work, never a reader's."""
+    index lock (it folds).  With ``compact``, the index's files are compacted after: RocksDB keeps a
+    removed value in its table files until they are, so only then is an erased text gone from the
+    store's files (``otel-prov delete``).  A writer's work, never a reader's."""
     lock = IndexLock(seg.segments_dir(path))
     if not lock.acquire():
         return None
@@ -477,7 +479,10 @@ def fold(path: Path) -> int | None:
         lock.release()
         raise
     try:
-        return Indexer(path, index).fold_all()
+        folded = Indexer(path, index).fold_all()
+        if compact:
+            index.inner.optimize()
+        return folded
     finally:
         index.close()
 

@@ -635,7 +635,8 @@ def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
     assert r.out.count("Collection: demo") == 3
 
 
-SUBCOMMANDS = ["list", "show", "diff", "export", "query", "check", "import", "demo"]
+SUBCOMMANDS = ["list", "show", "diff", "export", "query", "check", "import", "hold", "delete", "prune",
+               "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])

@@ -1,0 +1,170 @@
+"""``otel-prov hold``, ``delete`` and ``prune`` on a real on-disk store filled by the real exporter:
+what is removed and what is kept, holds refused by name, erasures recorded without their content."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_prov import ProvSpanExporter, load_dataset, spans_to_dataset
+from otel_prov.cli.lifecycle import parse_duration
+from otel_prov.stores import parse_store
+from otel_prov.stores.logstore import open_reader
+from tests.support.cli import cli
+from tests.support.graphs import assert_isomorphic
+from tests.support.serving import agent_spans
+
+
+def _agent(question: str, collection: str = "default") -> list[ReadableSpan]:
+    """Real SDK spans of one agent session asking ``question``, in ``collection``."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_prov import agent_session
+
+    memory, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with agent_session(question, collection=collection, tracer_provider=provider) as session:
+        with session.iteration() as step:
+            step.thought(f"thinking about {question}")
+        session.conclude(f"the answer to {question}")
+    spans = list(memory.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+def _store(path: Path, *groups: list[ReadableSpan]) -> None:
+    exporter = ProvSpanExporter(store=path)
+    for spans in groups:
+        exporter.export(spans)
+    exporter.shutdown()
+
+
+def _sessions(capsysbinary: Any, store: Path) -> list[dict[str, Any]]:
+    listed = cli(capsysbinary, "list", "--store", str(store), "--format", "json", "--limit", "1000")
+    assert listed.code == 0, listed.err
+    rows: list[dict[str, Any]] = json.loads(listed.out)
+    return rows
+
+
+def _ids(capsysbinary: Any, store: Path) -> set[str]:
+    return {row["id"] for row in _sessions(capsysbinary, store)}
+
+
+def _question(capsysbinary: Any, store: Path, spans: list[ReadableSpan]) -> str:
+    trace = f"{spans[0].context.trace_id:032x}"  # type: ignore[union-attr]
+    return next(row["id"] for row in _sessions(capsysbinary, store) if row["traceId"] == trace)
+
+
+def _graph(store: Path, name: str) -> list[tuple[str, str, str]]:
+    reader = open_reader(store)
+    try:
+        return [(str(q.subject), str(q.predicate), str(q.object))
+                for q in reader.inner.quads_for_pattern(None, None, None, None)
+                if str(q.graph_name) == f"<{name}>"]
+    finally:
+        reader.close()
+
+
+def test_delete_removes_a_session_whole_keeps_the_others_and_records_the_erasure(
+        tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "store"
+    keep = [agent_spans(1) for _ in range(11)]  # more than ten other sessions
+    gone = agent_spans(1)
+    _store(store, *keep, gone)
+    question = _question(capsysbinary, store, gone)
+    r = cli(capsysbinary, "delete", f"{gone[0].context.trace_id:032x}", "--store", str(store),  # type: ignore[union-attr]
+            "--reason", "a person asked", "--by", "auditor@example.org")
+    assert r.code == 0, r.err
+    assert f"deleted {question} (" in r.err
+    assert_isomorphic(spans_to_dataset([s for spans in keep for s in spans]),
+                      _without(load_dataset(str(store)), "urn:graph:retrieval"))
+    erasures = _graph(store, "urn:graph:erasures")
+    said = {o for _, _, o in erasures}
+    assert f"<{question}>" in said and '"a person asked"' in said and '"auditor@example.org"' in said
+    invalidated = "<http://www.w3.org/ns/prov#wasInvalidatedBy>"
+    assert any(p == invalidated and s == f"<{question}>" for s, p, _ in erasures)
+    assert not any("question 0" in o or "thought" in o for _, _, o in erasures)  # no content recorded
+    again = cli(capsysbinary, "delete", question, "--store", str(store))
+    assert again.code == 1 and "no trace" in again.err  # it is gone
+
+
+def _without(dataset: Any, keep: str) -> Any:
+    """Only the explainability graph (``keep``) of ``dataset``."""
+    import rdflib
+
+    out = rdflib.Dataset()
+    for s, p, o, g in dataset.quads((None, None, None, None)):
+        if str(getattr(g, "identifier", g)) == keep:
+            out.add((s, p, o, rdflib.URIRef(keep)))
+    return out
+
+
+def test_a_held_session_is_refused_by_name_until_released(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "store"
+    held, other = agent_spans(1), agent_spans(1)
+    _store(store, held, other)
+    question = _question(capsysbinary, store, held)
+    r = cli(capsysbinary, "hold", "add", question, "--store", str(store), "--reason", "litigation 42")
+    assert r.code == 0 and f"held {question}: urn:otel-prov:hold:" in r.err, r.err
+    listed = cli(capsysbinary, "hold", "list", "--store", str(store), "--format", "json")
+    assert [(h["session"], h["reason"]) for h in json.loads(listed.out)] == [(question, "litigation 42")]
+    before = _ids(capsysbinary, store)
+    refused = cli(capsysbinary, "delete", *before, "--store", str(store))
+    assert refused.code == 1 and f"{question} is held (urn:otel-prov:hold:" in refused.err
+    assert "litigation 42" in refused.err
+    assert _ids(capsysbinary, store) == {question}  # the other one went
+    pruned = cli(capsysbinary, "prune", "--older-than", "0s", "--store", str(store))
+    assert pruned.code == 0 and "1 held session kept" in pruned.err
+    assert _ids(capsysbinary, store) == {question}
+    released = cli(capsysbinary, "hold", "remove", question, "--store", str(store))
+    assert released.code == 0 and f"released {question}" in released.err
+    assert cli(capsysbinary, "hold", "list", "--store", str(store)).out == ""
+    assert cli(capsysbinary, "delete", question, "--store", str(store)).code == 0
+    assert _ids(capsysbinary, store) == set()
+
+
+def test_a_collection_hold_keeps_every_session_of_it(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "store"
+    _store(store, _agent("a", "legal"), _agent("b", "legal"), _agent("c"))
+    rows = _sessions(capsysbinary, store)
+    legal = {r["id"] for r in rows if r["collection"] == "legal"}
+    assert len(legal) == 2 and len(rows) == 3
+    assert cli(capsysbinary, "hold", "add", "--collection", "legal", "--store", str(store)).code == 0
+    r = cli(capsysbinary, "prune", "--older-than", "0s", "--store", str(store))
+    assert r.code == 0 and "2 held sessions kept" in r.err, r.err
+    assert _ids(capsysbinary, store) == legal
+    assert cli(capsysbinary, "delete", "--collection", "legal", "--store", str(store)).code == 1
+
+
+def test_delete_where_text_and_a_dry_run(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "store"
+    marked = _agent("where is Atlantis")
+    _store(store, marked, *[_agent(f"how far is city {k}") for k in range(11)])
+    target = _question(capsysbinary, store, marked)
+    everything = _ids(capsysbinary, store)
+    dry = cli(capsysbinary, "delete", "--where-text", "ATLANTIS", "--store", str(store), "--dry-run")
+    assert dry.code == 0 and len(dry.out.splitlines()) == 1, dry
+    assert dry.out.startswith(f"would delete {target} (")
+    assert _ids(capsysbinary, store) == everything  # a dry run deletes nothing
+    done = cli(capsysbinary, "delete", "--where-text", "answer to where is atlantis", "--store", str(store))
+    assert done.code == 0, done.err
+    assert _ids(capsysbinary, store) == everything - {target}
+    missing = cli(capsysbinary, "delete", "--where-text", "no session says this", "--store", str(store))
+    assert missing.code == 0 and "nothing to delete" in missing.err
+
+
+def test_usage_errors(tmp_path: Path, capsysbinary: Any) -> None:
+    store = tmp_path / "store"
+    _store(store, agent_spans(1))
+    assert cli(capsysbinary, "delete", "--store", str(store)).code == 2
+    assert cli(capsysbinary, "prune", "--older-than", "soon", "--store", str(store)).code == 2
+    assert cli(capsysbinary, "hold", "add", "--store", str(store)).code == 2
+    assert parse_duration("90d").days == 90 and parse_duration("12h").total_seconds() == 43200
+    assert parse_duration("1y").days == 365 and parse_duration(" 2w ").days == 14
+    assert os.path.isdir(store) and parse_store(str(store)).path == store
