@@ -151,18 +151,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def _session_quads(store: ReadStore, iris: Iterable[str]) -> list[QuadTerms]:
     reader, graph = TraceReader(store), Term(IRI, GRAPH_RETRIEVAL)
-    seen: set[QuadTerms] = set()
-    quads: list[QuadTerms] = []
-    for iri in iris:
-        try:
-            question = reader.question_of(iri)
-        except TraceNotFound as exc:
-            raise CliError(str(exc)) from exc
-        for s, p, o in reader.triples(question):
-            quad = (Term(IRI, s), Term(IRI, p), o, graph)
-            if quad not in seen:
-                seen.add(quad)
-                quads.append(quad)
+    try:
+        questions = list(dict.fromkeys(reader.question_of(iri) for iri in iris))
+    except TraceNotFound as exc:
+        raise CliError(str(exc)) from exc
+    quads = {(s, p, o, graph) for _, triples in reader.session_triples(questions) for s, p, o in triples}
     return sorted(quads, key=_quad_order)
 
 
