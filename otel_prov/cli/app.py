@@ -1,5 +1,5 @@
-"""The ``otel-prov`` command: list, show, export and query the explainability graph; run the demo;
-serve OTLP; serve the web view.
+"""The ``otel-prov`` command: list, show, export and query the explainability graph; seal it and
+verify the seals; run the demo; serve OTLP; serve the web view.
 
 Every subcommand uses the store named by ``--store`` (else ``OTEL_PROV_STORE``, else the
 exporter's default store); the reading ones (:mod:`.read`: list, show, export, query) never create
@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import settings
 from ..errors import ConfigError, ProvError
-from ..model.vocab import GRAPH_RETRIEVAL
+from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS
 from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
 from ..render import DIFF_FORMATS, FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.rdf import EXPORT_FORMATS
@@ -45,6 +45,7 @@ from .read import (
     cmd_query,
     cmd_show,
 )
+from .seal import cmd_seal, cmd_verify
 
 _STORE_HELP = (f"the store: 'oxigraph:PATH', a path, or a SPARQL server's dataset URL http(s)://... "
                f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store, the exporter's default)")
@@ -87,6 +88,14 @@ def _common(parser: argparse.ArgumentParser, *, collection: bool = False) -> Non
         parser.add_argument("--collection", help=_COLLECTION_HELP)
 
 
+def _time_range(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--since", metavar="TIME",
+                        help="only sessions started at or after TIME (ISO 8601, UTC unless it ends with "
+                        "its offset: 2026-11-30, 2026-11-30T10:21, 2026-11-30T12:21+02:00)")
+    parser.add_argument("--until", metavar="TIME", help="only sessions started at or before TIME "
+                        "(2026-11-30: that whole day)")
+
+
 def _add(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_: str,
          description: str = "", epilog: str = "") -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -126,11 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", choices=sorted(TYPES), type=str.lower, help="only sessions of this type")
     p.add_argument("--status", choices=tuple(STATUS_NAMES), type=str.lower,
                    help="only sessions in this state (error: failed, as the list shows it)")
-    p.add_argument("--since", metavar="TIME",
-                   help="only sessions started at or after TIME (ISO 8601, UTC unless it ends with "
-                   "its offset: 2026-11-30, 2026-11-30T10:21, 2026-11-30T12:21+02:00)")
-    p.add_argument("--until", metavar="TIME", help="only sessions started at or before TIME (2026-11-30: "
-                   "that whole day)")
+    _time_range(p)
     p.add_argument("--text", "-q", metavar="WORDS", help="only sessions whose question, thoughts, actions, "
                    "arguments, observations, answer or retrieved texts hold WORDS (case ignored)")
     p.add_argument("--tool", metavar="NAME", help="only sessions that called this tool")
@@ -213,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--repair", action="store_true",
                    help="repair what can be repaired without losing anything")
+
+    _seal_parsers(sub)
 
     p = _add(sub, "import", cmd_import, "import quads or spans from files into the store",
              "Import files into the store (created if missing), as many as given:\n"
@@ -298,6 +305,39 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(sub)
     ui.add_parser(sub)
     return parser
+
+
+def _seal_parsers(sub: Any) -> None:
+    """``seal`` and ``verify``: the sessions as ``list`` takes them (or named), the keys, the report."""
+    for name, func, help_, description in (
+        ("seal", cmd_seal, "seal each session's graph: a canonical digest recorded in urn:graph:seals",
+         "Seal each session's graph: the SHA-256 of its quads canonicalized with RDFC-1.0, recorded in the\n"
+         f"graph <{GRAPH_SEALS}> (with an HMAC and an Ed25519 signature when keys are given).  A\n"
+         "session already sealed as it is, with these keys, is left alone; one whose graph changed since\n"
+         "its seal is not sealed over unless --reseal (otel-prov verify names it)."),
+        ("verify", cmd_verify, "name every session whose graph changed, went or came since it was sealed",
+         "Compute each session's digest again and compare it with its latest seal: intact, changed,\n"
+         "removed, unsealed (recorded after the last seal), and with keys, unsigned or bad-signature.\n"
+         "Exit status 0 when every session in scope is intact, 1 otherwise (2: a bad flag)."),
+    ):
+        p = _add(sub, name, func, help_, description,
+                 epilog="the sessions: as 'otel-prov list' filters them, or those named; docs/audit.md")
+        _common(p, collection=True)
+        _time_range(p)
+        p.add_argument("--session", action="append", metavar="ID",
+                       help="only this session (its IRI, trace id or UUID; repeatable)")
+        p.add_argument("--hmac-key", metavar="FILE",
+                       help="a file holding a secret key (16 bytes or more): "
+                            + ("an HMAC-SHA256 of each seal" if name == "seal" else "check the seals' HMAC"))
+        p.add_argument("--ed25519-key", metavar="FILE",
+                       help="an Ed25519 private key (PEM): sign each seal" if name == "seal" else
+                            "an Ed25519 public (or private) key (PEM): check the seals' signatures")
+        if name == "seal":
+            p.add_argument("--reseal", action="store_true",
+                           help="seal the sessions whose graph changed since their seal as they are now")
+        p.add_argument("--format", choices=("text", "json"), type=str.lower, default=None,
+                       help="default: from --output's suffix (.json), else text")
+        p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
 def _at_least(kind: Callable[[str], Any], low: float, *, strictly: bool = False,

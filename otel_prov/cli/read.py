@@ -49,11 +49,7 @@ DEFAULT_LIMIT = 50
 def cmd_list(args: argparse.Namespace) -> int:
     kind = TYPES[args.type] if args.type else None
     collection = option(args, settings.COLLECTION)
-    for name in ("since", "until"):
-        try:
-            check_bound(f"--{name}", getattr(args, name))
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    check_time_range(args)
     where = SessionFilter(since=args.since, until=args.until, text=args.text,
                           status=STATUS_NAMES[args.status] if args.status else None,
                           tool=args.tool, agent=args.agent, model=args.model, service=args.service,
@@ -75,6 +71,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if more > 0 and args.format == "table":
         print(f"({more} more: --limit N shows more)", file=sys.stderr)
     return 0
+
+
+def check_time_range(args: argparse.Namespace) -> None:
+    """``--since`` and ``--until``, checked: a :class:`UsageError` naming the flag."""
+    for name in ("since", "until"):
+        try:
+            check_bound(f"--{name}", getattr(args, name))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _in_collection(args: argparse.Namespace, reader: TraceReader, collection: str | None) -> str:

@@ -16,7 +16,8 @@ Ours: a DocRAG session's Focus (the chunks a reranker selected) ``{question}/foc
 ``{exploration or focus}/chunk/{n}``, an evaluation ``{node}/evaluation/{n}``.  The strict profile adds
 ``{step}/activity`` (the activity that generated a step), ``{question}/session`` (the session's
 activity), ``urn:otel-prov:agent:{name}`` and ``urn:otel-prov:model:{name}`` (a model, the software
-agent a model call's step is associated with).
+agent a model call's step is associated with).  ``otel-prov seal`` records each seal as
+``urn:otel-prov:seal:{uuid}`` in the graph ``urn:graph:seals`` (docs/audit.md).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ SYNTHESIS_PREFIX = "urn:trustgraph:prov:synthesis:"
 EDGE_PREFIX = "urn:trustgraph:prov:edge:"
 SOFTWARE_AGENT_PREFIX = "urn:otel-prov:agent:"
 MODEL_PREFIX = "urn:otel-prov:model:"
+SEAL_PREFIX = "urn:otel-prov:seal:"
 
 ANALYSIS_SUFFIX = "/i"
 """Analysis n is ``{question}/i{n}``."""
@@ -152,6 +154,15 @@ def software_agent_iri(name: str) -> str:
 def model_iri(name: str) -> str:
     """Strict: a model, as the software agent of the model calls made to it."""
     return MODEL_PREFIX + iri_segment(name)
+
+
+_SEAL_NAMESPACE = _uuid.uuid5(_uuid.NAMESPACE_URL, OTELPROV_NS + "Seal")
+
+
+def seal_iri(session: str, digest: str, time: str) -> str:
+    """A seal of ``session``'s graph, whose digest was ``digest`` at ``time``: the same seal, the
+    same IRI."""
+    return SEAL_PREFIX + str(_uuid.uuid5(_SEAL_NAMESPACE, f"{session}\n{digest}\n{time}"))
 
 
 # -- parsers ----------------------------------------------------------------------------------------

@@ -34,7 +34,10 @@ OTELPROV = ClosedNamespace(
      *RAW_TERMS.values(),
      "startTime", "endTime", "modelProvider", "reasoningTokens", "finishReason",
      "chunkSelection", "rank",
-     "Evaluation", "evaluationName", "evaluationScore", "evaluationLabel", "evaluationExplanation"],
+     "Evaluation", "evaluationName", "evaluationScore", "evaluationLabel", "evaluationExplanation",
+     # otel-prov seal's manifest (docs/audit.md)
+     "Seal", "sealedSession", "digest", "digestAlgorithm", "quadCount", "sessionCollection", "sessionTime",
+     "hmac", "signature", "publicKey"],
 )
 """otel-prov's own predicates (documented in docs/model.md)."""
 
@@ -42,6 +45,10 @@ OTELPROV_NS = str(OTELPROV)
 
 GRAPH_RETRIEVAL = "urn:graph:retrieval"
 """The explainability graph every quad goes to."""
+
+GRAPH_SEALS = "urn:graph:seals"
+"""Where ``otel-prov seal`` records its seals of the sessions' graphs (never in the explainability
+graph: sealing does not change what it sealed)."""
 
 PREFIXES = {
     "tg": str(TG),

@@ -171,6 +171,16 @@ class SessionFilter:
         ``len(bound)`` characters ``<= bound``, so ``2026-11-30`` keeps that whole day)."""
         return _bound(self.until or "")
 
+    def keeps_time(self, time: str | None) -> bool:
+        """Whether a session whose time is ``time`` is in the range, as the listing's query decides
+        (a session without a time is kept only without a range)."""
+        if not self.since and not self.until:
+            return True
+        if not time:
+            return False
+        until = self.until_bound
+        return (not self.since or time >= self.since_bound) and (not self.until or time[:len(until)] <= until)
+
 
 _ISO_BOUND = re.compile(r"\d{4}(?:-\d\d(?:-\d\d(?:[T ]\d\d(?::\d\d(?::\d\d(?:\.\d{1,9})?)?)?"
                         r"(?:[Zz]|[+-]\d\d:?\d\d)?)?)?)?[Zz]?")

@@ -258,6 +258,22 @@ SELECT ?q ?s ?p ?o WHERE {{ VALUES ?q {{ {values} }}
             raise TraceNotFound(f"{iri} is in the graph but belongs to no session (no Question upstream)")
         raise TraceNotFound(f"no trace {iri} in the explainability graph (see 'otel-prov list')")
 
+    def top_question(self, question: str) -> str:
+        """The top-level Question of the session ``question`` is part of: ``question`` itself,
+        unless it is a sub-trace's (derived from a step of another trace), then its parent's, up."""
+        seen = {question}
+        while True:
+            rows = self.select(f"SELECT ?up WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ <{check_iri(question)}> "
+                               "prov:wasDerivedFrom|prov:wasGeneratedBy ?up } } ORDER BY ?up LIMIT 1")
+            try:
+                parent = self.find_question(rows[0]["up"]) if rows and "up" in rows[0] else None
+            except TraceNotFound:
+                parent = None
+            if parent is None or parent in seen:
+                return question
+            seen.add(parent)
+            question = parent
+
     def session_of_trace(self, trace_id: str) -> str:
         """The session recorded from an OpenTelemetry trace (``trace_id``: 32 hex digits, as Jaeger
         shows it): its top-level Question (a sub-trace run inside it shares its trace id).

@@ -636,7 +636,7 @@ def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
 
 
 SUBCOMMANDS = ["list", "show", "diff", "export", "query", "check", "import", "hold", "delete", "prune",
-               "demo"]
+               "seal", "verify", "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
