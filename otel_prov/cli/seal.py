@@ -54,7 +54,7 @@ SEALED, RESEALED, UNCHANGED, CHANGED = "sealed", "resealed", "unchanged", "chang
 """What ``seal`` did with a session: sealed it (its first seal); sealed it again (``--reseal`` over a
 changed graph, or other keys); nothing (already sealed as it is, with these keys); nothing, though
 its graph changed since its seal (``verify`` names it; ``--reseal`` seals it as it is now)."""
-SEAL_LABELS = {SEALED: "sealed", RESEALED: "sealed again", UNCHANGED: "already sealed as they are",
+SEAL_LABELS = {SEALED: "sealed", RESEALED: "sealed again", UNCHANGED: "unchanged since sealed",
                CHANGED: "changed since sealed (not sealed again)"}
 
 
@@ -281,8 +281,9 @@ def cmd_seal(args: argparse.Namespace) -> int:
     else:
         counts = _counted((status for _, status, _ in done), SEAL_LABELS)
         how = ", ".join([ALGORITHM, *keys.names])
-        lines.append(f"{len(done)} sessions: {counts}; {len(written)} seals written to <{GRAPH_SEALS}> of "
-                     f"{reading.spec} ({how})")
+        seals_written = f"{len(written)} seal{'' if len(written) == 1 else 's'} written"
+        lines.append(f"{len(done)} session{'' if len(done) == 1 else 's'}: {counts}; {seals_written} to "
+                     f"<{GRAPH_SEALS}> of {reading.spec} ({how})")
     write("\n".join(lines) + "\n", args.output)
     return EXIT_OK
 
@@ -329,8 +330,10 @@ def _verify_text(findings: list[Finding], keys: Keys, unchecked: list[str]) -> s
     checked = f"; {' and '.join(keys.names)} checked" if keys.names else ""
     bad = [f.status for f in findings if f.status != INTACT]
     statuses = [f.status for f in findings]
-    said = f"all {len(findings)} intact" if not bad else _counted(statuses, {s: s for s in STATUSES})
-    lines.append(f"verified {len(findings)} sessions: {said} ({ALGORITHM}{checked})")
+    many = len(findings) > 1
+    said = _counted(statuses, {s: s for s in STATUSES}) if bad else f"all {len(findings)} intact" if many \
+        else "intact"
+    lines.append(f"verified {len(findings)} session{'s' if many else ''}: {said} ({ALGORITHM}{checked})")
     flags = {"HMAC-SHA256": "--hmac-key", "Ed25519": "--ed25519-key"}
     lines += [f"note: the seals carry {name} authentication, not checked: give {flags[name]} to check it"
               for name in unchecked]

@@ -232,7 +232,7 @@ def test_verify_names_a_flipped_literal_a_removed_step_an_added_quad_a_removed_a
     r = on(capsysbinary, store, "verify", "--session", other, "--format", "json")
     assert r.code == 1 and statuses(r) == {other: "removed"}
     r = on(capsysbinary, store, "verify", "--session", filled.failed)
-    assert r.code == 0 and r.out.endswith("all 1 intact (RDFC-1.0/SHA-256)\n")
+    assert (r.code, r.out) == (0, "verified 1 session: intact (RDFC-1.0/SHA-256)\n")
 
     # sealing now seals the new one, and leaves the changed ones to verify unless --reseal
     r = on(capsysbinary, store, "seal", "--format", "json")
@@ -376,7 +376,7 @@ def test_scope_as_list_takes_it(filled: Filled, store: Path, capsysbinary: Any) 
     r = on(capsysbinary, store, "verify", "--until", "2000")
     assert (r.code, r.out) == (0, "nothing to verify: no session and no seal in scope\n")
     r = on(capsysbinary, store, "seal", "--since", "2000", "--until", "2999")
-    assert r.code == 0 and r.out.startswith("6 sessions: 4 sealed, 2 already sealed as they are;")
+    assert r.code == 0 and r.out.startswith("6 sessions: 4 sealed, 2 unchanged since sealed;")
 
 
 def test_errors_are_one_line(store: Path, tmp_path: Path, capsysbinary: Any) -> None:
