@@ -101,15 +101,17 @@ def _text(rng: random.Random, low: int, high: int) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def build_spans(count: int, seed: int = 7) -> list[ReadableSpan]:
-    """At least ``count`` finished spans: mostly agent sessions (3-6 think/act/observe iterations,
-    each with a tool span), every 25th session a GraphRAG or document-RAG query."""
+def build_spans(count: int, seed: int = 7, sessions_wanted: int | None = None) -> list[ReadableSpan]:
+    """At least ``count`` finished spans (or the spans of exactly ``sessions_wanted`` sessions):
+    mostly agent sessions (3-6 think/act/observe iterations, each with a tool span), every 25th
+    session a GraphRAG or document-RAG query."""
     rng = random.Random(seed)
     memory = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     sessions = 0
-    while len(memory.get_finished_spans()) < count:
+    while (sessions < sessions_wanted if sessions_wanted is not None
+           else len(memory.get_finished_spans()) < count):
         sessions += 1
         question = _text(rng, 30, 120) + "?"
         if sessions % 50 == 0:
