@@ -90,13 +90,13 @@ def test_documented_options_are_the_parsers(name: str, text: str) -> None:
         parser = parsers[command]
         flags = {o: a for a in parser._actions for o in a.option_strings if o.startswith("--")}
         usage = row.split(" | ")[0] if " | " in row else row
-        documented = set(re.findall(r"(--[a-z][a-z-]*)", usage))
+        documented = set(re.findall(r"(--[a-z][a-z0-9-]*)", usage))
         assert documented <= set(flags), (name, command, documented - set(flags))
         expected = set(flags) - {"--help", "--store"}
         if command == "demo":
             expected -= ui_flags - {"--store", "--jaeger-url"}
         assert expected <= documented, (name, command, expected - documented)
-        for flag, values in re.findall(r"\[(--[a-z-]+) ([a-z]+(?:\|[a-z]+)+)\]", usage):
+        for flag, values in re.findall(r"\[(--[a-z0-9-]+) ([a-z]+(?:\|[a-z]+)+)\]", usage):
             choices = flags[flag].choices or (PROFILES if flag == "--profile" else None)
             assert choices is not None, (name, command, flag)
             assert sorted(values.split("|")) == sorted(choices), (name, command, flag, values, list(choices))
