@@ -183,6 +183,24 @@ def _selected(reader: TraceReader, args: argparse.Namespace, until: str | None =
     return [row.id for row in reader.sessions(collection=args.collection, where=where)]
 
 
+SHARED_BATCH = 200
+"""Nodes asked about at once by :func:`_shared`."""
+
+
+def _shared(reader: TraceReader, subjects: set[str]) -> set[str]:
+    """Of ``subjects`` (the nodes of the sessions being deleted), those another node of the
+    explainability graph refers to: shared with sessions that stay (the strict profile's software
+    agents, a person who approved steps of several sessions).  Their own quads are kept."""
+    shared: set[str] = set()
+    ordered = sorted(subjects)
+    for start in range(0, len(ordered), SHARED_BATCH):
+        values = " ".join(f"<{s}>" for s in ordered[start:start + SHARED_BATCH])
+        rows = reader.select(f"SELECT DISTINCT ?s ?x WHERE {{ VALUES ?s {{ {values} }} "
+                             f"GRAPH {NT.graph} {{ ?x ?p ?s }} }}")
+        shared |= {row["s"] for row in rows if row["x"] not in subjects}
+    return shared
+
+
 def _erase(args: argparse.Namespace, verb: str, *, until: str | None = None, keep_held: bool = False) -> int:
     """Delete the sessions ``args`` selects (``until``: those that started at the latest then), each
     with its sub-traces; a held one is refused by name (``keep_held``: kept and counted)."""
@@ -208,6 +226,9 @@ def _erase(args: argparse.Namespace, verb: str, *, until: str | None = None, kee
             trace = next((o.value for s, p, o, _ in quads
                           if s.value == question and p.value == trace_id), None)
             plan.append((question, trace, quads))
+        shared = _shared(reader, {q[0].value for _, _, quads in plan for q in quads})
+    plan = [(question, trace, [q for q in quads if q[0].value not in shared])
+            for question, trace, quads in plan]
     for line in refused:
         print(line, file=sys.stderr)
     if keep_held and kept:

@@ -105,6 +105,21 @@ def _without(dataset: Any, keep: str) -> Any:
     return out
 
 
+def test_delete_keeps_what_a_remaining_session_shares_in_the_strict_profile(
+        tmp_path: Path, capsysbinary: Any) -> None:
+    """The strict profile's software agent is one node for every session of an agent: deleting one
+    session removed its type and label under the others."""
+    store = tmp_path / "store"
+    keep, gone = [_agent(f"keep {k}") for k in range(3)], _agent("gone")
+    exporter = ProvSpanExporter(store=store, profile="strict")
+    for spans in (*keep, gone):
+        exporter.export(spans)
+    exporter.shutdown()
+    assert cli(capsysbinary, "delete", _question(capsysbinary, store, gone), "--store", str(store)).code == 0
+    assert_isomorphic(spans_to_dataset([s for spans in keep for s in spans], profile="strict"),
+                      _without(load_dataset(str(store)), "urn:graph:retrieval"))
+
+
 def test_a_held_session_is_refused_by_name_until_released(tmp_path: Path, capsysbinary: Any) -> None:
     store = tmp_path / "store"
     held, other = agent_spans(1), agent_spans(1)
