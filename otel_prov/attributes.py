@@ -40,6 +40,9 @@ STEP_CONCLUSION = "conclusion"
 STEP_EXPLORATION = "exploration"
 STEP_FOCUS = "focus"
 STEP_SYNTHESIS = "synthesis"
+STEP_APPROVAL = "approval"
+"""A person approving or rejecting a step or an answer: an instant span (its time is the decision's),
+with :data:`APPROVAL_OF`, :data:`APPROVAL_DECISION` and :data:`APPROVAL_BY`."""
 STEPS = (
     STEP_SESSION,
     STEP_QUESTION,
@@ -49,6 +52,7 @@ STEPS = (
     STEP_EXPLORATION,
     STEP_FOCUS,
     STEP_SYNTHESIS,
+    STEP_APPROVAL,
 )
 
 # -- identity ---------------------------------------------------------------------------------
@@ -95,6 +99,22 @@ FROM_FOCUS = "otel_prov.from_focus"
 the Focus, else from the Exploration."""
 CONTENT = "otel_prov.content"
 """The synthesised answer of a RAG flow (``tg:content``)."""
+
+# -- a person's approval (on an approval span) ------------------------------------------------------
+APPROVAL_OF = "otel_prov.approval.of"
+"""The IRI of the node approved or rejected: a step's Analysis, the Conclusion, a Synthesis (required)."""
+APPROVAL_DECISION = "otel_prov.approval.decision"
+"""One of :data:`DECISIONS` (required: any other value and the span is not mapped)."""
+APPROVAL_BY = "otel_prov.approval.by"
+"""Who decided: a person's id or name (``prov:Person``, ``urn:otel-prov:person:{by}``)."""
+APPROVAL_ROLE = "otel_prov.approval.role"
+"""The role they decided in (``prov:hadRole``; default :data:`DEFAULT_APPROVAL_ROLE`)."""
+APPROVAL_COMMENT = "otel_prov.approval.comment"
+"""Why, in their words (``rdfs:comment``; optional)."""
+DECISION_APPROVED = "approved"
+DECISION_REJECTED = "rejected"
+DECISIONS = (DECISION_APPROVED, DECISION_REJECTED)
+DEFAULT_APPROVAL_ROLE = "approver"
 
 # -- what a step cost (optional; read on analysis and conclusion spans) -------------------------------
 LLM_DURATION_MS = "otel_prov.llm.duration_ms"

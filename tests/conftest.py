@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from tests.support.serving import Make
 
 FAST = frozenset({
-    "test_content_readers", "test_dialect_readers", "test_flows", "test_genai", "test_golden",
+    "test_approvals", "test_content_readers", "test_dialect_readers", "test_flows", "test_genai",
+    "test_golden",
     "test_guards", "test_imports", "test_mapper_bounds", "test_model", "test_public_api", "test_settings",
     "test_shapes", "test_strict", "test_svg_layout", "test_timeline", "test_trustgraph_vocab", "test_values",
 })

@@ -2,10 +2,10 @@
 out.  Pure: no I/O, no state.
 
 One small function per kind of span (session, question, analysis, conclusion, exploration, focus,
-synthesis), dispatched in one place (:data:`_HANDLERS`).  Every IRI a span's quads use is derived from
-data the span itself carries (its session id or trace id, its iteration number), so the quads of a
-trace do not depend on how its spans are batched or ordered, and exporting a span twice writes the
-same quads twice.
+synthesis, approval), dispatched in one place (:data:`_HANDLERS`).  Every IRI a span's quads use is
+derived from data the span itself carries (its session id or trace id, its iteration number, its
+span id), so the quads of a trace do not depend on how its spans are batched or ordered, and
+exporting a span twice writes the same quads twice.
 
 Quads are 4-tuples of N-Triples terms (:mod:`otel_prov.model.quads`).  Spans of framework
 instrumentations are rewritten as the ``otel_prov`` spans they stand for and mapped here too
@@ -23,6 +23,8 @@ from .. import attributes as A
 from ..model.iris import (
     activity_iri,
     analysis_iri,
+    approval_iri,
+    association_iri,
     chunk_selection_iri,
     conclusion_iri,
     doc_focus_iri,
@@ -30,7 +32,9 @@ from ..model.iris import (
     exploration_iri,
     focus_iri,
     model_iri,
+    person_iri,
     question_iri,
+    role_iri,
     session_activity_iri,
     session_uuid,
     software_agent_iri,
@@ -419,6 +423,53 @@ def _synthesis(c: _Ctx) -> None:
         c.step_activity(node, prev)
 
 
+def _approval(c: _Ctx) -> None:
+    """A person's approval or rejection of a node (:data:`A.APPROVAL_OF`): an activity that used it,
+    at the span's time, associated with the person in their role (a qualified association).  The same
+    in both profiles: what it uses is an entity in both (an Analysis, a Conclusion, a Synthesis)."""
+    decision = c.text(A.APPROVAL_DECISION)
+    if decision not in A.DECISIONS:
+        c.problems.append(f"approval span whose {A.APPROVAL_DECISION} is not one of {', '.join(A.DECISIONS)}"
+                          " (not mapped)")
+        return
+    try:
+        of = checked_iri(c.text(A.APPROVAL_OF) or "")
+    except ValueError:
+        c.problems.append(f"approval span without a valid absolute IRI in {A.APPROVAL_OF} (not mapped)")
+        return
+    node = iri(approval_iri(question_iri(c.flow, c.uuid), c.rec.span_id))
+    c.add(node, NT.type, NT.Activity)
+    c.add(node, NT.type, NT.Approval)
+    c.add(node, NT.used, of)
+    c.add(node, NT.decision, literal(decision))
+    if c.rec.start_ns > 0:
+        c.add(node, NT.startedAtTime, datetime_from_ns(c.rec.start_ns))
+    if c.rec.end_ns > 0:
+        c.add(node, NT.endedAtTime, datetime_from_ns(c.rec.end_ns))
+    comment = c.text(A.APPROVAL_COMMENT)
+    if comment:
+        c.add(node, NT.comment, literal(comment))
+    c.stamp(node, times=False)  # an activity's times are PROV's own
+    by = c.text(A.APPROVAL_BY)
+    if not (by and by.strip()):
+        c.problems.append(f"approval span without {A.APPROVAL_BY} (who decided is not recorded)")
+        return
+    person, association = iri(person_iri(by)), iri(association_iri(node[1:-1]))
+    role_name = c.text(A.APPROVAL_ROLE)
+    role_name = role_name if role_name and role_name.strip() else A.DEFAULT_APPROVAL_ROLE
+    role = iri(role_iri(role_name))
+    c.add(node, NT.wasAssociatedWith, person)
+    c.add(person, NT.type, NT.Agent)
+    c.add(person, NT.type, NT.Person)
+    c.add(person, NT.label, literal(by))
+    c.add(node, NT.qualifiedAssociation, association)
+    c.add(association, NT.type, NT.Association)
+    c.add(association, NT.agent, person)
+    c.add(association, NT.hadRole, role)
+    c.add(role, NT.type, NT.Role)
+    c.add(role, NT.label, literal(role_name))
+
+
 def _string_list(c: _Ctx, key: str) -> list[str]:
     value = c.attrs.get(key)
     if value is None:
@@ -449,6 +500,7 @@ for _flow in A.FLOWS:
     _HANDLERS[(_flow, A.STEP_QUESTION)] = _marker
     _HANDLERS[(_flow, A.STEP_EXPLORATION)] = _exploration_step
     _HANDLERS[(_flow, A.STEP_SYNTHESIS)] = _synthesis
+    _HANDLERS[(_flow, A.STEP_APPROVAL)] = _approval
 _HANDLERS[(A.FLOW_AGENT, A.STEP_ANALYSIS)] = _analysis
 _HANDLERS[(A.FLOW_AGENT, A.STEP_TOOL)] = _tool
 _HANDLERS[(A.FLOW_AGENT, A.STEP_CONCLUSION)] = _conclusion

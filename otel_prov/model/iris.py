@@ -16,14 +16,17 @@ Ours: a DocRAG session's Focus (the chunks a reranker selected) ``{question}/foc
 ``{exploration or focus}/chunk/{n}``, an evaluation ``{node}/evaluation/{n}``.  The strict profile adds
 ``{step}/activity`` (the activity that generated a step), ``{question}/session`` (the session's
 activity), ``urn:otel-prov:agent:{name}`` and ``urn:otel-prov:model:{name}`` (a model, the software
-agent a model call's step is associated with).  ``otel-prov seal`` records each seal as
-``urn:otel-prov:seal:{uuid}`` in the graph ``urn:graph:seals`` (docs/audit.md).
+agent a model call's step is associated with).  A person's approval of a step or an answer is
+``{question}/approval/{span id}``, its qualified association ``{approval}/association``, the person
+``urn:otel-prov:person:{name}`` and the role ``urn:otel-prov:role:{name}``.  ``otel-prov seal`` records
+each seal as ``urn:otel-prov:seal:{uuid}`` in the graph ``urn:graph:seals`` (docs/audit.md).
 """
 
 from __future__ import annotations
 
 import re
 import uuid as _uuid
+from urllib.parse import quote
 
 from .. import attributes as A
 from .terms import hex_span_id, hex_trace_id, iri_segment, uuid_from_trace_id
@@ -39,6 +42,8 @@ EDGE_PREFIX = "urn:trustgraph:prov:edge:"
 SOFTWARE_AGENT_PREFIX = "urn:otel-prov:agent:"
 MODEL_PREFIX = "urn:otel-prov:model:"
 SEAL_PREFIX = "urn:otel-prov:seal:"
+PERSON_PREFIX = "urn:otel-prov:person:"
+ROLE_PREFIX = "urn:otel-prov:role:"
 
 ANALYSIS_SUFFIX = "/i"
 """Analysis n is ``{question}/i{n}``."""
@@ -54,6 +59,10 @@ ACTIVITY_SUFFIX = "/activity"
 """Strict: the activity that generated a step is ``{step}/activity``."""
 SESSION_SUFFIX = "/session"
 """Strict: a session's activity is ``{question}/session``."""
+APPROVAL_SUFFIX = "/approval/"
+"""A person's approval is ``{question}/approval/{span id}``."""
+ASSOCIATION_SUFFIX = "/association"
+"""An approval's qualified association (its person and role) is ``{approval}/association``."""
 
 QUESTION_PREFIXES = {
     A.FLOW_AGENT: AGENT_PREFIX,
@@ -154,6 +163,26 @@ def software_agent_iri(name: str) -> str:
 def model_iri(name: str) -> str:
     """Strict: a model, as the software agent of the model calls made to it."""
     return MODEL_PREFIX + iri_segment(name)
+
+
+def approval_iri(question: str, span_id: int) -> str:
+    """A person's approval (or rejection) recorded by the span ``span_id`` of the session of ``question``."""
+    return f"{question}{APPROVAL_SUFFIX}{hex_span_id(span_id)}"
+
+
+def association_iri(approval: str) -> str:
+    """An approval's qualified association: who decided, in which role."""
+    return approval + ASSOCIATION_SUFFIX
+
+
+def person_iri(name: str) -> str:
+    """The IRI of the person called ``name`` (who approved a step, placed a hold or erased a session)."""
+    return PERSON_PREFIX + quote(name, safe="")
+
+
+def role_iri(name: str) -> str:
+    """The role called ``name`` (``approver``, ``reviewer``, ...) a person acted in."""
+    return ROLE_PREFIX + quote(name, safe="")
 
 
 _SEAL_NAMESPACE = _uuid.uuid5(_uuid.NAMESPACE_URL, OTELPROV_NS + "Seal")

@@ -17,11 +17,11 @@ fact about the record, not about what an agent did.
 from __future__ import annotations
 
 import uuid
-from urllib.parse import quote
 
 from rdflib import RDFS
 from rdflib.namespace import PROV
 
+from .iris import person_iri
 from .quads import Quad
 from .terms import iri, literal
 from .vocab import NT, OTELPROV_NS
@@ -41,11 +41,6 @@ wasInvalidatedBy = f"<{PROV.wasInvalidatedBy}>"  # noqa: N816
 invalidatedAtTime = f"<{PROV.invalidatedAtTime}>"  # noqa: N816
 comment = f"<{RDFS.comment}>"
 _DATETIME = "^^<http://www.w3.org/2001/XMLSchema#dateTime>"
-
-
-def person_iri(name: str) -> str:
-    """The IRI of the person called ``name`` (who placed a hold or erased a session)."""
-    return f"urn:otel-prov:person:{quote(name, safe='')}"
 
 
 def _when(timestamp: str) -> str:

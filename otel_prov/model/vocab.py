@@ -35,6 +35,8 @@ OTELPROV = ClosedNamespace(
      "startTime", "endTime", "modelProvider", "reasoningTokens", "finishReason",
      "chunkSelection", "rank",
      "Evaluation", "evaluationName", "evaluationScore", "evaluationLabel", "evaluationExplanation",
+     # a person's approval or rejection of a step or an answer (docs/model.md)
+     "Approval", "decision",
      # otel-prov seal's manifest (docs/audit.md)
      "Seal", "sealedSession", "digest", "digestAlgorithm", "quadCount", "sessionCollection", "sessionTime",
      "hmac", "signature", "publicKey"],
@@ -75,6 +77,9 @@ NT = SimpleNamespace(
     wasAssociatedWith=_nt(PROV.wasAssociatedWith), actedOnBehalfOf=_nt(PROV.actedOnBehalfOf),
     startedAtTime=_nt(PROV.startedAtTime), endedAtTime=_nt(PROV.endedAtTime),
     generatedAtTime=_nt(PROV.generatedAtTime),
+    Person=_nt(PROV.Person), Association=_nt(PROV.Association), Role=_nt(PROV.Role),
+    qualifiedAssociation=_nt(PROV.qualifiedAssociation), agent=_nt(PROV.agent), hadRole=_nt(PROV.hadRole),
+    comment=_nt(RDFS.comment),
     traceId=_nt(OTELPROV.traceId), spanId=_nt(OTELPROV.spanId), collection=_nt(OTELPROV.collection),
     statusMessage=_nt(OTELPROV.statusMessage), agentName=_nt(OTELPROV.agentName),
     serviceName=_nt(OTELPROV.serviceName),
@@ -86,6 +91,7 @@ NT = SimpleNamespace(
     evaluationName=_nt(OTELPROV.evaluationName), evaluationScore=_nt(OTELPROV.evaluationScore),
     evaluationLabel=_nt(OTELPROV.evaluationLabel),
     evaluationExplanation=_nt(OTELPROV.evaluationExplanation),
+    Approval=_nt(OTELPROV.Approval), decision=_nt(OTELPROV.decision),
     **{f"raw_{prop}": _nt(getattr(OTELPROV, name)) for prop, name in RAW_TERMS.items()},
     **{f"tg_{name}": _nt(getattr(TG, name)) for name in TG_TERMS},
 )
