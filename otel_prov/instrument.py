@@ -17,12 +17,14 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
 
 from . import attributes as A
 from .ingest.problems import ProblemLog
 from .model.iris import (
     analysis_iri,
+    approval_iri,
     conclusion_iri,
     exploration_iri,
     focus_iri,
@@ -48,6 +50,7 @@ Edge = Sequence[Any]
 NOT_JSON = "tool arguments or result not JSON-serialisable (written with repr())"
 NOT_AN_EDGE = "knowledge-graph edge that is not (subject, predicate, object) (left out)"
 NOT_A_FOCUS_ITEM = "focus item that is not (edge, reasoning) (left out)"
+NO_ANSWER_YET = "approval of an answer before the session gave one (left out)"
 
 
 def _problem(kind: str, counts: Counter[str] | None) -> None:
@@ -101,16 +104,50 @@ class _Session:
         if session_id is not None:
             self._common[A.SESSION_ID] = str(session_id)
         self._context = trace.set_span_in_context(root)
+        self._synthesized = False
         self.problems: Counter[str] = Counter()
         """What this session could not record as it was given, by kind, e.g. ``{"focus item that is
         not (edge, reasoning) (left out)": 1}`` (empty when everything was recorded).  Each kind is
         also logged once per process, as a warning of the ``otel_prov.instrument`` logger."""
 
     def _instant(self, name: str, step: str, attributes: Mapping[str, Any],
-                 kind: SpanKind = SpanKind.INTERNAL) -> None:
-        span = self._tracer.start_span(name, context=self._context, kind=kind,
+                 kind: SpanKind = SpanKind.INTERNAL, context: Context | None = None) -> None:
+        span = self._tracer.start_span(name, context=context or self._context, kind=kind,
                                        attributes={**self._common, A.STEP: step, **attributes})
         span.end()
+
+    def _answer_iri(self) -> str | None:
+        """The IRI of the session's answer once it has given one."""
+        return None
+
+    def approval(self, by: str, *, approved: bool = True, role: str | None = None,
+                 comment: str | None = None) -> str | None:
+        """A person's approval (or, ``approved=False``, rejection) of the session's answer, now: an
+        instant span ``approval``.  Call it after ``conclude()`` / ``synthesis()`` (an agent's answer
+        is generated when its session ends: after the ``with`` block keeps the strict profile's times
+        in order).  Returns the approval's IRI; None, and counted in ``problems``, before an answer."""
+        answer = self._answer_iri()
+        if answer is None:
+            _problem(NO_ANSWER_YET, self.problems)
+            return None
+        return self._approve(answer, by, approved, role, comment, self._context)
+
+    def _approve(self, of: str, by: str, approved: bool, role: str | None, comment: str | None,
+                 context: Context) -> str | None:
+        attributes: dict[str, Any] = {
+            A.APPROVAL_OF: of,
+            A.APPROVAL_DECISION: A.DECISION_APPROVED if approved else A.DECISION_REJECTED,
+            A.APPROVAL_BY: str(by),
+        }
+        if role is not None:
+            attributes[A.APPROVAL_ROLE] = str(role)
+        if comment is not None:
+            attributes[A.APPROVAL_COMMENT] = str(comment)
+        span = self._tracer.start_span("approval", context=context, kind=SpanKind.INTERNAL,
+                                       attributes={**self._common, A.STEP: A.STEP_APPROVAL, **attributes})
+        span.end()
+        ctx = span.get_span_context()
+        return approval_iri(self.explain_id, ctx.span_id) if ctx.is_valid else None
 
 
 class AgentSession(_Session):
@@ -138,6 +175,9 @@ class AgentSession(_Session):
                 yield Step(self, span, n, step_iri)
             finally:
                 _current_step.reset(token)
+
+    def _answer_iri(self) -> str | None:
+        return conclusion_iri(self._uuid) if self.answer is not None else None
 
     def conclude(self, answer: str) -> str:
         """Record the final answer; returns the Conclusion's IRI."""
@@ -174,6 +214,14 @@ class Step:
         self._observed = True
         self.span.set_attribute(A.OBSERVATION, str(text))
 
+    def approval(self, by: str, *, approved: bool = True, role: str | None = None,
+                 comment: str | None = None) -> str | None:
+        """A person's approval (or, ``approved=False``, rejection) of this step, now: an instant span
+        ``approval`` (a child of the step's span, or of the session's once the step has ended).
+        ``role`` defaults to ``approver`` in the graph.  Returns the approval's IRI."""
+        context = trace.set_span_in_context(self.span) if self.span.is_recording() else self._session._context
+        return self._session._approve(self.explain_id, by, approved, role, comment, context)
+
     def call_tool(self, tool: str, func: Callable[..., Any], arguments: Any = None) -> Any:
         """Record the action, run ``func`` in an ``execute_tool {tool}`` span and record its result
         as the observation (unless one was given).  A mapping is passed as keyword arguments, any
@@ -205,7 +253,12 @@ class Step:
         return result
 
 
-class GraphRagSession(_Session):
+class _RagSession(_Session):
+    def _answer_iri(self) -> str | None:
+        return synthesis_iri(self.flow, self._uuid) if self._synthesized else None
+
+
+class GraphRagSession(_RagSession):
     """A GraphRAG query: ``exploration(edges)``, ``focus(selected)``, ``synthesis(answer)``."""
 
     flow = A.FLOW_GRAPH_RAG
@@ -252,10 +305,11 @@ class GraphRagSession(_Session):
     def synthesis(self, answer: str) -> str:
         """The final answer; returns the Synthesis's IRI."""
         self._instant("synthesis", A.STEP_SYNTHESIS, {A.CONTENT: str(answer)})
+        self._synthesized = True
         return synthesis_iri(self.flow, self._uuid)
 
 
-class DocRagSession(_Session):
+class DocRagSession(_RagSession):
     """A document-RAG query: ``exploration(chunk_ids)``, ``synthesis(content)``."""
 
     flow = A.FLOW_DOC_RAG
@@ -272,6 +326,7 @@ class DocRagSession(_Session):
 
     def synthesis(self, content: str) -> str:
         self._instant("synthesis", A.STEP_SYNTHESIS, {A.CONTENT: str(content)})
+        self._synthesized = True
         return synthesis_iri(self.flow, self._uuid)
 
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from rdflib import RDF
+from rdflib import RDF, RDFS
 from rdflib.namespace import PROV
 
 from ..model.iris import edge_index, iteration_of
@@ -20,10 +20,12 @@ from .model import (
     DOC_RAG,
     GRAPH_RAG,
     UNKNOWN,
+    Approval,
     ChunkScore,
     SelectedEdge,
     Trace,
     TraceStep,
+    epoch_ns,
     local_name,
     type_from_iri,
 )
@@ -152,9 +154,30 @@ def _walk(start: str, trace: Trace, props: dict[str, Props],
             _anchor(trace, node, props).append(sub)
             continue
         seen.add(child)
+        if str(OTELPROV.Approval) in types_of(child_props) and _approve(trace, node, child, props):
+            continue
         if _is_step(child_props):
             trace.steps.append(_step(child, child_props, props))
         stack.append((child, below(child)))
+
+
+def _approve(trace: Trace, node: str, approval: str, props: dict[str, Props]) -> bool:
+    """The approval ``approval`` of the step ``node``, added to it (in time order); False when ``node``
+    is not one of the trace's steps (the approval is then shown as a step of its own)."""
+    step = next((s for s in trace.steps if s.iri == node), None)
+    if step is None:
+        return False
+    a = props.get(approval, {})
+    association = props.get(first(a, PROV.qualifiedAssociation) or "", {})
+    person = first(association, PROV.agent) or first(a, PROV.wasAssociatedWith)
+    role = first(association, PROV.hadRole)
+    step.approvals.append(Approval(
+        approval, first(a, OTELPROV.decision) or "", first(a, PROV.startedAtTime),
+        by=first(props.get(person or "", {}), RDFS.label) if person else None, person=person,
+        role=first(props.get(role or "", {}), RDFS.label) or (local_name(role) if role else None),
+        comment=first(a, RDFS.comment)))
+    step.approvals.sort(key=lambda x: (epoch_ns(x.time) or 0, x.iri))
+    return True
 
 
 def _anchor(trace: Trace, via: str, props: dict[str, Props]) -> list[Trace]:

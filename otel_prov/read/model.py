@@ -248,6 +248,8 @@ class TraceStep:
     """A DocRAG Exploration's or Focus's chunks with their ranks and scores, where recorded."""
     subtraces: list[Trace] = field(default_factory=list)
     """Sessions started by this step (a RAG query run by an agent's tool)."""
+    approvals: list[Approval] = field(default_factory=list)
+    """People's approvals and rejections of this step (or answer), in time order."""
 
     def value(self, name: str) -> str | None:
         found = self.values.get(name)
@@ -303,6 +305,26 @@ class TraceStep:
         if self.value("toolError") and self.value("toolError") != self.error:  # else its Error line says it
             found.append(("Tool error", str(self.value("toolError"))))
         return found
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's approval or rejection of a step or an answer (``otelprov:Approval``)."""
+
+    iri: str
+    decision: str
+    """``approved`` or ``rejected``."""
+    time: str | None
+    by: str | None = None
+    """Who decided (the person's label); None when the span did not say."""
+    person: str | None = None
+    """The person's IRI (``urn:otel-prov:person:...``)."""
+    role: str | None = None
+    comment: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.iri, "decision": self.decision, "by": self.by, "person": self.person,
+                "role": self.role, "time": self.time, "comment": self.comment}
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,13 @@ MARKS_PER_QUESTION_UP_TO = 200
 """Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
 
 
-_LINKED = "(tg:selectedEdge|prov:wasAssociatedWith|otelprov:chunkSelection|tg:selectedEdge/tg:edge)"
+_LINKED = ("(tg:selectedEdge|prov:wasAssociatedWith|otelprov:chunkSelection|tg:selectedEdge/tg:edge"
+           "|prov:qualifiedAssociation|prov:qualifiedAssociation/prov:hadRole)")
 _OWNED = f"?s (^{_LINKED})?/(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)* ?q"
 """``?s``: a node of the trace whose Question is ``?q``: the Question, every node derived from it
 (directly or not, through activities: its sub-traces too), and what those link to (edge selections
-and their statements, chunk selections, the strict profile's agents).  One property path: a
+and their statements, chunk selections, the strict profile's agents, an approval's person,
+association and role).  One property path: a
 union of these as separate patterns is evaluated over the whole graph (0.5 s a session in a store
 of 12,000, against 3 ms)."""
 SESSIONS_PER_QUERY = 500
@@ -159,7 +161,8 @@ SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?error
     def _marks(self, questions: list[str]) -> dict[str, _Summary]:
         """Question -> what its own steps show: marks ``end`` (a Conclusion or Synthesis), ``error``
         (an error status, the Question's included), ``analysis``, ``chunks``; how many Analysis and
-        retrieval steps; its earliest start and latest end.  For a page of sessions only the nodes
+        retrieval steps; its earliest start and latest end (people's approvals not counted: as
+        ``show``'s duration).  For a page of sessions only the nodes
         derived from them are read; for many, one pass over the graph is cheaper."""
         if not questions:
             return {}
@@ -183,6 +186,7 @@ SELECT DISTINCT ?n ?mark ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
   UNION {{ ?n a tg:Focus BIND("retrieval" AS ?mark) }}
   UNION {{ ?n tg:chunkCount ?c BIND("chunks" AS ?mark) }}
   UNION {{ ?n tg:query ?text BIND("question" AS ?mark) }}
+  UNION {{ ?n a otelprov:Approval BIND("approval" AS ?mark) }}
   UNION {{ ?n otelprov:startTime|prov:startedAtTime ?t BIND("start" AS ?mark) }}
   UNION {{ ?n otelprov:endTime|prov:endedAtTime ?t BIND("finish" AS ?mark) }}
 }} }}"""):
@@ -199,9 +203,11 @@ SELECT DISTINCT ?n ?mark ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
                 continue
             summary = marks[owner]
             kinds = found.get(node, set())
-            summary.marks |= kinds - {"question", "retrieval"}
+            summary.marks |= kinds - {"question", "retrieval", "approval"}
             summary.analyses += "analysis" in kinds
             summary.retrievals += "retrieval" in kinds
+            if "approval" in kinds:  # a person's decision, maybe long after: not the session's time
+                continue
             for mark, text in times.get(node, ()):
                 when = epoch_ns(text)
                 if when is None:

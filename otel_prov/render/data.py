@@ -57,6 +57,8 @@ def _step_dict(step: TraceStep, jaeger: str | None) -> dict[str, Any]:
     if step.edges:
         out["selectedEdges"] = [{"id": e.iri, "edge": list(e.edge) if e.edge else None,
                                  "reasoning": e.reasoning} for e in step.edges]
+    if step.approvals:
+        out["approvals"] = [a.as_json() for a in step.approvals]
     out["subtraces"] = [trace_dict(s, jaeger) for s in step.subtraces]
     return out
 

@@ -19,6 +19,7 @@ from ..read.model import (
     NOT_CAPTURED_TEXT,
     RECORD_KEYS,
     REDACTED_TEXT,
+    Approval,
     SelectedEdge,
     SessionRow,
     Trace,
@@ -184,6 +185,23 @@ def _evaluation(step: TraceStep) -> list[str]:
     return lines
 
 
+def approval_text(approval: Approval) -> str:
+    """One decision as a line says it: ``approved by alice (reviewer)`` (``by nobody recorded``)."""
+    who = approval.by if approval.by is not None else "(not recorded)"
+    role = f" ({approval.role})" if approval.role else ""
+    return f"{approval.decision or '?'} by {who}{role}"
+
+
+def _approvals(step: TraceStep) -> list[str]:
+    lines = []
+    for approval in step.approvals:
+        when = f", {shown_time(approval.time)}" if approval.time else ""
+        lines.append(f"  Approval: {approval_text(approval)}{when}")
+        if approval.comment:
+            lines += _field("Comment", approval.comment, "    ")
+    return lines
+
+
 def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -> list[str]:
     docs = trace.type == DOC_RAG or step.value("chunkCount") is not None
     title = {"Focus": "Focus (Chunk Selection)" if docs else "Focus (Edge Selection)"}.get(
@@ -218,6 +236,7 @@ def _step_lines(step: TraceStep, trace: Trace, jaeger: str | None, depth: int) -
         lines += [f"  {label}: {text}" for label, text in step.facts()]
     if step.error:
         lines.append(f"  Error: {step.error}")
+    lines += _approvals(step)
     for sub in step.subtraces:
         lines.append(f"  Sub-trace ({sub.type}, derived from this step):")
         lines += _indent("\n".join(trace_lines(sub, jaeger, depth + 1)), "    ")
