@@ -37,12 +37,16 @@ def _all_flows(provider) -> None:
         with s.iteration() as step:
             step.thought("ask the knowledge graph")
             step.call_tool("knowledge-query", knowledge_query, {"question": "capital of France"})
+        step.approval("alice", comment="right tool")  # people's approvals (qualified associations)
+        step.approval("bob", approved=False, role="auditor")
         with s.iteration() as step:
             step.thought("done")
         s.conclude("Paris")
+    s.approval("alice")
     with doc_rag_session("What is PROV?", tracer_provider=provider) as d:
         d.exploration(["c1", "c2"])
         d.synthesis("a provenance model")
+        d.approval("carol", role="editor")
     with pytest.raises(ValueError):
         with agent_session("fails", tracer_provider=provider) as s:
             with s.iteration():
@@ -77,6 +81,7 @@ def test_strict_is_read_by_the_prov_package(captured) -> None:
     assert activities
     assert provn.count("activity(") == len(activities)
     assert "agent(" in provn and "wasGeneratedBy(" in provn and "wasDerivedFrom(" in provn
+    assert provn.count("wasAssociatedWith(") >= 4 and "prov:role=" in provn  # the approvals' roles
 
 
 def test_strict_times_respect_prov_constraints_ordering(captured) -> None:
