@@ -13,7 +13,7 @@ from rdflib.namespace import PROV
 from ..model.iris import is_session_activity
 from ..model.vocab import TG
 from .build import Props, TraceTriple, first, index, kind_of, types_of
-from .model import NOT_CAPTURED_TEXT, Trace, TraceStep, local_name
+from .model import NOT_CAPTURED_TEXT, Approval, Trace, TraceStep, local_name
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ def prov_graph(trace: Trace, triples: Iterable[TraceTriple]) -> ProvGraph:
     nodes: list[GraphNode] = []
     for iri, by_p in props.items():
         types = set(types_of(by_p))
-        if str(TG.EdgeSelection) in types or str(RDF.Statement) in types:
-            continue
+        if types & {str(TG.EdgeSelection), str(RDF.Statement), str(PROV.Association), str(PROV.Role)}:
+            continue  # details of a node drawn (an approval's association and role: on its label)
         if types & {str(PROV.Agent), str(PROV.SoftwareAgent)}:
             shape, title, detail = "agent", "Agent", first(by_p, RDFS.label) or local_name(iri)
         elif str(PROV.Activity) in types:
@@ -80,10 +80,18 @@ def _label_trace(trace: Trace, labels: dict[str, tuple[str, str]]) -> None:
                         NOT_CAPTURED_TEXT if "query" in trace.not_captured else trace.question)
     for step in trace.steps:
         labels[step.iri] = (step_title(step), step_summary(step))
+        for approval in step.approvals:
+            labels[approval.iri] = ("Approval", approval_summary(approval))
         for sub in step.subtraces:
             _label_trace(sub, labels)
     for sub in trace.subtraces:
         _label_trace(sub, labels)
+
+
+def approval_summary(approval: Approval) -> str:
+    """A person's decision in a few words: ``approved by alice (reviewer)``."""
+    who = approval.by if approval.by is not None else "(not recorded)"
+    return f"{approval.decision or '?'} by {who}" + (f" ({approval.role})" if approval.role else "")
 
 
 def step_title(step: TraceStep) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..model.vocab import RAW_TERMS
 from ..read.diff import CHANGED, EQUAL, ONLY_A, ONLY_B, Pair, TraceDiff
-from ..read.graph import step_title
+from ..read.graph import approval_summary, step_title
 from ..read.model import (
     AGENT,
     DOC_RAG,
@@ -19,7 +19,6 @@ from ..read.model import (
     NOT_CAPTURED_TEXT,
     RECORD_KEYS,
     REDACTED_TEXT,
-    Approval,
     SelectedEdge,
     SessionRow,
     Trace,
@@ -185,18 +184,11 @@ def _evaluation(step: TraceStep) -> list[str]:
     return lines
 
 
-def approval_text(approval: Approval) -> str:
-    """One decision as a line says it: ``approved by alice (reviewer)`` (``by nobody recorded``)."""
-    who = approval.by if approval.by is not None else "(not recorded)"
-    role = f" ({approval.role})" if approval.role else ""
-    return f"{approval.decision or '?'} by {who}{role}"
-
-
 def _approvals(step: TraceStep) -> list[str]:
     lines = []
     for approval in step.approvals:
         when = f", {shown_time(approval.time)}" if approval.time else ""
-        lines.append(f"  Approval: {approval_text(approval)}{when}")
+        lines.append(f"  Approval: {approval_summary(approval)}{when}")
         if approval.comment:
             lines += _field("Comment", approval.comment, "    ")
     return lines

@@ -82,3 +82,19 @@ def test_list_duration_leaves_out_the_approvals(recorded: tuple[Path, ApprovedRu
     start, approved = epoch_ns(row["time"]), epoch_ns(answer_approved)
     assert start is not None and approved is not None
     assert row["durationMs"] is not None and row["durationMs"] < (approved - start) / 1e6
+
+
+def test_the_picture_draws_each_approval_with_its_person(recorded: tuple[Path, ApprovedRun],
+                                                         capsysbinary: Any) -> None:
+    """An approval is an activity labelled with its decision, who and role (its association and role
+    are on that label, not nodes of their own), used the step, associated with the person."""
+    path, run = recorded
+    dot = cli(capsysbinary, "show", run.explain_id, "--store", str(path), "--format", "dot").out
+    ids = dict(re.findall(r'  (n\d+) \[label="[^"]*", [^\]]*tooltip="([^"]+)"\]', dot))
+    node = {iri: n for n, iri in ids.items()}
+    assert re.search(rf'{node[run.approvals[1]]} \[label="Approval\\nrejected by bob \(auditor\)"', dot)
+    assert f'{node[run.approvals[1]]} -> {node[run.steps[0]]} [label="used"]' in dot
+    bob = node["urn:otel-prov:person:bob"]
+    assert f'{node[run.approvals[1]]} -> {bob} [label="wasAssociatedWith"]' in dot
+    assert f'{node[run.approvals[2]]} -> {node[run.explain_id + "/final"]} [label="used"]' in dot
+    assert "Unknown" not in dot and "/association" not in dot and "urn:otel-prov:role:" not in dot
