@@ -98,3 +98,22 @@ def test_the_picture_draws_each_approval_with_its_person(recorded: tuple[Path, A
     assert f'{node[run.approvals[1]]} -> {bob} [label="wasAssociatedWith"]' in dot
     assert f'{node[run.approvals[2]]} -> {node[run.explain_id + "/final"]} [label="used"]' in dot
     assert "Unknown" not in dot and "/association" not in dot and "urn:otel-prov:role:" not in dot
+
+
+def test_the_query_docs_model_md_gives_answers_every_decision(recorded: tuple[Path, ApprovedRun],
+                                                              capsysbinary: Any) -> None:
+    """The SPARQL of docs/model.md's "Approvals" (what explain and the query pack build on) runs as
+    written."""
+    path, run = recorded
+    model = (Path(__file__).resolve().parents[2] / "docs" / "model.md").read_text()
+    section = model[model.index("## Approvals"):]
+    sparql = section[section.index("```sparql\n") + 10:section.index("```", section.index("```sparql") + 9)]
+    r = cli(capsysbinary, "query", sparql, "--store", str(path), "--format", "json")
+    assert r.code == 0, r.err
+    rows = [{name: term["value"] for name, term in row.items()}
+            for row in json.loads(r.out)["results"]["bindings"]]  # SPARQL 1.1 results JSON
+    got = sorted((row["node"], row["decision"], row["who"], row["role"], row.get("comment")) for row in rows)
+    assert got == sorted([
+        (run.steps[0], "approved", "alice@example.com", "approver", None),
+        (run.steps[0], "rejected", "bob", "auditor", COMMENT),
+        (run.explain_id + "/final", "approved", "alice@example.com", "approver", "good answer")])
