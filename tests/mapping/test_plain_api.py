@@ -1,5 +1,5 @@
 """The attribute contract: code that uses only the plain OpenTelemetry API with the documented
-``otel_prov.*`` attributes produces exactly the graph the helper API produces."""
+``otel_prov.*`` attributes produces exactly the graph the helper API produces (approvals included)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,15 @@ def test_plain_api_agent_matches_helper(captured) -> None:
         with s.iteration() as step:
             step.thought("look it up")
             step.call_tool("lookup", lambda country: "Paris", {"country": "France"})
+            step.approval("alice", comment="right tool")
         s.conclude("Paris")
+    s.approval("bob", approved=False, role="reviewer")
     helper = memory.get_finished_spans()
     by_name = {sp.name: sp for sp in helper}
-    creation = ["invoke_agent react-agent", "question", "iteration 1", "execute_tool lookup"]
+    approvals = [sp for sp in helper if sp.name == "approval"]
+    by_name["approval 1"], by_name["approval 2"] = approvals
+    creation = ["invoke_agent react-agent", "question", "iteration 1", "execute_tool lookup", "approval 1",
+                "approval 2"]
 
     ids = _Replay([by_name[creation[0]].context.trace_id], [by_name[n].context.span_id for n in creation])
     plain_memory = InMemorySpanExporter()
@@ -45,6 +50,7 @@ def test_plain_api_agent_matches_helper(captured) -> None:
     plain.add_span_processor(SimpleSpanProcessor(plain_memory))
     tracer = plain.get_tracer("my-agent")
     t = {n: (by_name[n].start_time, by_name[n].end_time) for n in creation}
+    helper_uuid = s.explain_id.rsplit(":", 1)[1]
 
     # --- what a user of the plain OpenTelemetry API writes (docs/attributes.md) ---
     common = {"otel_prov.flow": "agent", "gen_ai.agent.name": "react-agent"}
@@ -65,9 +71,19 @@ def test_plain_api_agent_matches_helper(captured) -> None:
                               attributes={**common, "otel_prov.step": "tool"}).end(
                                   t["execute_tool lookup"][1])
             it.set_attribute("otel_prov.observation", "Paris")
+            tracer.start_span("approval", start_time=t["approval 1"][0], attributes={
+                **common, "otel_prov.step": "approval",
+                "otel_prov.approval.of": "urn:trustgraph:agent:" + helper_uuid + "/i1",
+                "otel_prov.approval.decision": "approved", "otel_prov.approval.by": "alice",
+                "otel_prov.approval.comment": "right tool"}).end(t["approval 1"][1])
             it.end(t["iteration 1"][1])
         root.set_attributes({"otel_prov.answer": "Paris", "otel_prov.iteration": 1})
         root.end(t[creation[0]][1])
+        tracer.start_span("approval", start_time=t["approval 2"][0], attributes={
+            **common, "otel_prov.step": "approval",
+            "otel_prov.approval.of": "urn:trustgraph:agent:" + helper_uuid + "/final",
+            "otel_prov.approval.decision": "rejected", "otel_prov.approval.by": "bob",
+            "otel_prov.approval.role": "reviewer"}).end(t["approval 2"][1])
     # ---
 
     assert_isomorphic(spans_to_dataset(helper), spans_to_dataset(plain_memory.get_finished_spans()))
