@@ -20,8 +20,7 @@ from .. import settings
 from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS
 from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
-from ..render import DIFF_FORMATS, FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
-from ..render.rdf import EXPORT_FORMATS
+from ..render import DIFF_FORMATS, EXPORT_FORMATS, FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
 from .common import (
@@ -153,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "show", cmd_show, "show one trace: question, steps, answer",
              "Show one trace, given the IRI of its Question (or of any of its steps).\n"
              "text: TrustGraph's layout, with thoughts, sub-traces, unknown steps and the status;\n"
-             "json: the same as data; turtle: its triples; dot / svg: its provenance graph.",
+             "json: the same as data; turtle: its triples; provn / prov-json: its PROV statements\n"
+             "(PROV-N, PROV-JSON); dot / svg: its provenance graph.",
              epilog=f"example: {PROG} show urn:trustgraph:agent:UUID --format svg --output trace.svg")
     p.add_argument("iri", help="the IRI of a Question (see 'otel-prov list') or of one of its steps")
     _common(p)
@@ -188,9 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", action="append", metavar="IRI",
                    help="only this session (its IRI, or its trace id; repeatable)")
     suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
-    p.add_argument("--format", **{**_formats(list(EXPORT_FORMATS), from_output=True),
+    aliases = [k for k, v in FORMAT_ALIASES.items() if v in EXPORT_FORMATS]
+    p.add_argument("--format", **{**_formats(EXPORT_FORMATS, from_output=True),
                                   "help": f"default: from --output's suffix ({suffixes}), else "
-                                          f"{next(iter(EXPORT_FORMATS))}; aliases: ttl, nq, json, json-ld"})
+                                          f"{EXPORT_FORMATS[0]}; aliases: {', '.join(aliases)}, json "
+                                          "(JSON-LD); provn, prov-json: PROV-N, PROV-JSON"})
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "query", cmd_query, "run a SPARQL query over the store",

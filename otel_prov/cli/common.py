@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from .. import settings
@@ -133,15 +133,17 @@ def format_choice(names: Sequence[str]) -> Callable[[str], str]:
 OTHER_SUFFIXES = {".nt": "N-Triples", ".ntriples": "N-Triples", ".rdf": "RDF/XML", ".owl": "RDF/XML",
                   ".xml": "XML", ".n3": "N3", ".trix": "TriX", ".srx": "SPARQL results XML",
                   ".tsv": "tab-separated values", ".ttl": "Turtle", ".trig": "TriG", ".nq": "N-Quads",
-                  ".jsonld": "JSON-LD", ".json": "JSON", ".csv": "CSV", ".svg": "SVG", ".dot": "DOT"}
+                  ".jsonld": "JSON-LD", ".json": "JSON", ".csv": "CSV", ".svg": "SVG", ".dot": "DOT",
+                  ".provn": "PROV-N", ".provjson": "PROV-JSON", ".provx": "PROV-XML"}
 """Suffixes of formats a command may not write: an output file named so in a format it does not
 write is refused, never written in another format under that name."""
 
 
-def resolve_format(given: str | None, output: str | None, suffixes: dict[str, str], default: str) -> str:
+def resolve_format(given: str | None, output: str | None, suffixes: dict[str, str], default: str,
+                   also: Mapping[str, str] | None = None) -> str:
     """The format: ``--format`` if given, else the one ``--output``'s suffix names, else ``default``; a
     ``--format`` that another format's suffix contradicts (``--format turtle -o x.svg``) is a
-    :class:`UsageError`."""
+    :class:`UsageError`, unless ``also`` gives the format that suffix too (``prov-json``: ``.json``)."""
     suffix = os.path.splitext(output or "")[1].lower() if output not in (None, "-") else ""
     named = suffixes.get(suffix)
     if named is None and suffix in OTHER_SUFFIXES:
@@ -150,7 +152,7 @@ def resolve_format(given: str | None, output: str | None, suffixes: dict[str, st
                          f"command does not write: its formats are {formats} ({', '.join(sorted(suffixes))})")
     if given is None:
         return named or default
-    if named is not None and named != given:
+    if named is not None and named != given and (also or {}).get(given) != suffix:
         raise UsageError(f"--format {given} does not match the output file {output!r} ({suffix} is "
                          f"{named}): give one or the other")
     return given

@@ -17,8 +17,17 @@ from ..read.diff import diff
 from ..read.model import STATUS_NAMES, TYPES, SessionFilter, Trace, TraceNotFound, check_bound
 from ..read.queries import QueryRefused, check_query, run_query, syntax_message
 from ..read.reader import TraceReader
-from ..render import DIFF_FORMATS, LIST_FORMATS, TRACE_FORMATS, Shown, render_trace
-from ..render.rdf import EXPORT_FORMATS, write_quads
+from ..render import (
+    DIFF_FORMATS,
+    EXPORT_FORMATS,
+    LIST_FORMATS,
+    TRACE_FORMATS,
+    Shown,
+    rdf,
+    render_trace,
+    write_export,
+)
+from ..render.provdm import PROV_FORMATS
 from ..render.results import render_result
 from ..render.text import EMPTY
 from ..stores import ReadStore, check_store, parse_store
@@ -93,9 +102,14 @@ def _in_collection(args: argparse.Namespace, reader: TraceReader, collection: st
     return f"in collection {collection!r}{source}{has}"
 
 
+JSON_TOO = {"prov-json": ".json"}
+"""A format that may also be written to a ``.json`` file when ``--format`` names it (that suffix alone
+still means ``show``'s JSON, ``export``'s JSON-LD)."""
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     fmt = resolve_format(args.format, args.output, {f.suffix: f.name for f in TRACE_FORMATS.values()},
-                         next(iter(TRACE_FORMATS)))
+                         next(iter(TRACE_FORMATS)), JSON_TOO)
     ref = check_iri(args.iri, trace_id=True)
     jaeger = option(args, settings.JAEGER_URL)  # a bad value is an error before the store is read
     with Reading(args) as store:
@@ -105,7 +119,15 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from exc
     shown = Shown(trace, triples, jaeger)
     write(render_trace(fmt, shown), args.output)
+    note = TRACE_FORMATS[fmt].note
+    _say_left_out(note(shown) if note is not None else None)
     return 0
+
+
+def _say_left_out(line: str | None) -> None:
+    """The one line a format says on stderr of what it left out (PROV-N: what is not valid PROV)."""
+    if line:
+        print(f"{PROG}: {line}", file=sys.stderr)
 
 
 # -- diff -------------------------------------------------------------------------------------------
@@ -168,15 +190,17 @@ def _quad_order(quad: QuadTerms) -> tuple[tuple[str, str, str, str], ...]:
     return tuple((t.kind, t.value, t.datatype or "", t.language or "") for t in quad)
 
 
-EXPORT_SUFFIXES = {f".{rdf_format.file_extension}": name for name, rdf_format in EXPORT_FORMATS.items()}
-EXPORT_SUFFIXES[".json"] = "jsonld"  # JSON-LD is the JSON of RDF
+EXPORT_SUFFIXES = {f".{rdf_format.file_extension}": name for name, rdf_format in rdf.EXPORT_FORMATS.items()}
+EXPORT_SUFFIXES[".json"] = "jsonld"  # JSON-LD is the JSON of RDF (PROV-JSON: --format prov-json)
+EXPORT_SUFFIXES |= {TRACE_FORMATS[name].suffix: name for name in PROV_FORMATS}
 """``export --output``'s suffixes, and the format each means when ``--format`` is not given."""
 
 
 def export_format(args: argparse.Namespace) -> str:
     """``--format``, else the format ``--output``'s suffix names (``.ttl``, ``.trig``, ``.nq``,
-    ``.jsonld``, ``.json``), else Turtle; a contradiction between the two is a usage error."""
-    return resolve_format(args.format, args.output, EXPORT_SUFFIXES, next(iter(EXPORT_FORMATS)))
+    ``.jsonld``, ``.json``, ``.provn``, ``.provjson``), else Turtle; a contradiction between the two is a
+    usage error."""
+    return resolve_format(args.format, args.output, EXPORT_SUFFIXES, EXPORT_FORMATS[0], JSON_TOO)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -199,14 +223,15 @@ def cmd_export(args: argparse.Namespace) -> int:
             total, items = store.count(GRAPH_RETRIEVAL), store.quads(GRAPH_RETRIEVAL)
         stream = Progress(total).wrap(items)
         if args.output is None or args.output == "-":
-            write_quads(stream, fmt, sys.stdout.buffer)
+            left_out = write_export(stream, fmt, sys.stdout.buffer)
             sys.stdout.buffer.flush()
-            return 0
-        try:
-            with open(args.output, "wb") as handle:
-                write_quads(stream, fmt, handle)
-        except OSError as exc:
-            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+        else:
+            try:
+                with open(args.output, "wb") as handle:
+                    left_out = write_export(stream, fmt, handle)
+            except OSError as exc:
+                raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+    _say_left_out(left_out)
     return 0
 
 

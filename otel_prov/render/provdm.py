@@ -618,18 +618,9 @@ def left_out_note(doc: Document, name: str) -> str | None:
     return f"{name}: left out {'; '.join(parts)}; export --format turtle has every triple"
 
 
-@dataclass(frozen=True)
-class ProvFormat:
-    name: str
-    write: Callable[[Document], str]
-    title: str
-    media_type: str
-    suffix: str
-    """Its files' suffix (PROV-JSON's is not ``.json``: that one names show's JSON, export's JSON-LD)."""
-
-
-PROV_FORMATS = {f.name: f for f in (
-    ProvFormat("provn", provn, "PROV-N", "text/provenance-notation; charset=utf-8", ".provn"),
-    ProvFormat("prov-json", prov_json, "PROV-JSON", "application/json", ".provjson"),
-)}
-"""The PROV data model's formats, by the name ``--format`` takes."""
+PROV_FORMATS: dict[str, tuple[str, Callable[[Document], str]]] = {
+    "provn": ("PROV-N", provn),
+    "prov-json": ("PROV-JSON", prov_json),
+}
+"""The PROV data model's formats, by the name ``--format`` takes: their title and their writer (their
+media types and suffixes: :data:`otel_prov.render.TRACE_FORMATS`)."""

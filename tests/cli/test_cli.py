@@ -30,8 +30,7 @@ from otel_prov.examples.rag import graph_rag
 from otel_prov.examples.tools import knowledge_graph
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
 from otel_prov.read.reader import TraceReader
-from otel_prov.render import LIST_FORMATS, TRACE_FORMATS
-from otel_prov.render.rdf import EXPORT_FORMATS
+from otel_prov.render import EXPORT_FORMATS, LIST_FORMATS, TRACE_FORMATS
 from otel_prov.render.results import RESULT_FORMATS
 from otel_prov.stores import open_for_reading, parse_store
 from tests.support.cli import OTHER_SERVICE, SERVICE, Filled, cli, fill, one_error_line
