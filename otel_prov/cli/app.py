@@ -215,11 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "check", cmd_check, "check an on-disk store: its index and its log",
              "Check an on-disk store: whether its index can be read, what of its log is not folded yet,\n"
              "damaged segments, files set aside.  Exit status 1 when something is wrong.  --repair\n"
-             "writes what can be written again without losing anything (the index's lost CURRENT file).")
+             "writes what can be written again without losing anything (the index's lost CURRENT file,\n"
+             "an interrupted rebuild).  --rebuild folds the log and rebuilds the index from what it\n"
+             "holds: what delete and prune removed then leaves the store's files (they do it themselves\n"
+             "when no other process indexes the store).")
     p.add_argument("store_path", nargs="?", metavar="STORE", help=_STORE_HELP)
     _common(p)
     p.add_argument("--repair", action="store_true",
                    help="repair what can be repaired without losing anything")
+    p.add_argument("--rebuild", action="store_true",
+                   help="fold the log and rebuild the index from what it holds (no other process may "
+                        "be indexing the store: stop serve first)")
 
     _seal_parsers(sub)
 
@@ -257,9 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     erasing = ("Each session goes with its sub-traces, from whatever the store is; each erasure is\n"
                "recorded (graph urn:graph:erasures: who, when, why, which session; never what it held).\n"
-               "On an on-disk store the log is folded first and the index compacted after (unless\n"
-               "another process, serve, indexes it: then it says so and exits 1); the text of what was\n"
-               "removed may remain in the index's string table until the store is rebuilt (docs/store.md).\n"
+               "On an on-disk store the log is folded first and the index rebuilt after, so the text of\n"
+               "what was removed leaves the store's files (unless another process, serve, indexes it:\n"
+               "then it says so and exits 1; 'check --rebuild' finishes it later; docs/store.md).\n"
                "A held session is refused by name (exit 1).")
     p = _add(sub, "delete", cmd_delete, "erase sessions from the store (with their sub-traces)",
              "Erase sessions: the ones named, a collection's, or those whose recorded text holds some\n"

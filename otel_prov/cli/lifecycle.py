@@ -6,11 +6,10 @@
   removed with their sub-traces, on every backend, through the store's own write path; what is held
   is refused by name.  Each erasure is recorded (who, when, why, which session; never what it held:
   graph ``urn:graph:erasures``).  On an on-disk store the log is folded first (so no older addition
-  can come back after the removal), and after it the index's files are compacted, so the removed
-  quads leave its table files.  Not yet erased from the files: the text of a removed literal stays
-  in the index's string table (Oxigraph never collects it) until the index is rebuilt, which no
-  command does yet; the command says so.  When another process (``serve``) indexes the store, the
-  compaction is left to it.
+  can come back after the removal), and after it the index is rebuilt from what it holds
+  (:mod:`otel_prov.stores.rebuild`), so the removed text leaves the store's files (Oxigraph never
+  collects it from its string table).  When another process (``serve``) indexes the store, the
+  rebuild cannot be done: the command says so.
 - ``prune --older-than DURATION``: ``delete`` of the sessions that started before then; held ones
   are kept (counted, not an error).
 """
@@ -252,13 +251,13 @@ def _erase(args: argparse.Namespace, verb: str, *, until: str | None = None, kee
         writer.close()
     if spec.path is not None:
         if settle(spec, timeout=0, compact=True):
-            print("removed from the index (its log folded, its index compacted); the text of what was "
-                  "removed may remain in the index's string table until the store is rebuilt",
+            print("erased from the store's files (its log folded, its index rebuilt without them)",
                   file=sys.stderr)
         else:
             print(f"{PROG} {verb}: another process indexes this store (serve?): the sessions are gone "
-                  "from what every reader sees, but their text stays in the store's files until that "
-                  "process has folded the removal and its index is compacted and rebuilt",
+                  "from what every reader sees, but their text stays in the store's files until the "
+                  f"store is erased again with that process stopped ('{PROG} {verb}' of nothing more, or "
+                  f"'{PROG} prune --older-than 100y', rebuilds it)",
                   file=sys.stderr)
             return EXIT_FAILED
     return EXIT_FAILED if refused else EXIT_OK

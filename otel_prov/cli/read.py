@@ -30,7 +30,7 @@ from ..render import (
 from ..render.provdm import PROV_FORMATS
 from ..render.results import render_result
 from ..render.text import EMPTY
-from ..stores import ReadStore, check_store, parse_store
+from ..stores import ReadStore, check_store, parse_store, settle
 from ..stores.base import IRI, QuadTerms, Term
 from .common import (
     EXIT_OK,
@@ -325,7 +325,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     health = check_store(spec, repair=args.repair)
     lines = [f"store: {spec}"]
     if health.repaired:
-        lines.append(f"repaired: the index's CURRENT file written again ({health.repaired})")
+        lines.append(f"repaired: {health.repaired}")
+    if args.rebuild:
+        if not health.ok:
+            raise CliError(f"{spec}: not rebuilt, the store has problems ('{PROG} check' says which)")
+        if not settle(spec, timeout=0, compact=True):
+            raise CliError(f"{spec}: another process indexes this store (serve?); stop it, then rebuild")
+        lines.append("rebuilt: the log folded, the index rebuilt from what it holds")
+        health = check_store(spec)
     lines.append(f"index: {health.index}")
     lines.append(f"log: {health.segments} segment(s), {health.unfolded_bytes} bytes not folded yet"
                  + (" (any writer folds them)" if health.unfolded_bytes else ""))

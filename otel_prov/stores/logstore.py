@@ -46,7 +46,7 @@ import rdflib
 
 from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, nquads
-from . import folder
+from . import folder, rebuild
 from . import segments as seg
 from .base import StoreSpec
 from .indexer import (
@@ -467,24 +467,28 @@ class _Closing:
 def fold(path: Path, *, compact: bool = False) -> int | None:
     """Fold the log of the store at ``path`` into its index now, as its indexing process does (the
     index lock, the index read-write): the records folded, or None if another process holds the
-    index lock (it folds).  With ``compact``, the index's files are compacted after: RocksDB keeps a
-    removed value in its table files until they are, so only then is an erased text gone from the
-    store's files (``otel-prov delete``).  A writer's work, never a reader's."""
-    lock = IndexLock(seg.segments_dir(path))
+    index lock (it folds).  With ``compact``, the index is then rebuilt from what it holds
+    (:mod:`.rebuild`): Oxigraph never collects the text of a removed literal from its files, so only
+    then is an erased text gone from the store's files (``otel-prov delete``).  A writer's work,
+    never a reader's."""
+    directory = seg.segments_dir(path)
+    lock = IndexLock(directory)
     if not lock.acquire():
         return None
     try:
-        index = OxigraphStore(path, on_close=lock.release)
-    except BaseException:
-        lock.release()
-        raise
-    try:
-        folded = Indexer(path, index).fold_all()
+        index = OxigraphStore(path)
+        try:
+            folded = Indexer(path, index).fold_all()
+            if compact:
+                rebuild.build(path, index.inner)
+        finally:
+            index.close()
         if compact:
-            index.inner.optimize()
+            with fold_gate(directory):  # no reader opens a snapshot in the middle of the swap
+                rebuild.swap(path)
         return folded
     finally:
-        index.close()
+        lock.release()
 
 
 _BEING_CREATED = ("Column family not found", "only possible on read-write")
@@ -500,15 +504,26 @@ def _snapshot(path: Path) -> OxigraphStore | None:
     the log alone holds everything: no snapshot is needed."""
     deadline = time.monotonic() + SNAPSHOT_WAIT
     for attempt in itertools.count():
+        before = _current(path)
         try:
             return OxigraphStore(path, snapshot=True)
         except StoreError as exc:
             if any(sign in str(exc) for sign in _BEING_CREATED):
                 return None
-            if COMPACTED not in str(exc) or time.monotonic() > deadline:
+            replaced = _current(path) != before or (path / rebuild.MARK).exists()
+            if (COMPACTED not in str(exc) and not replaced) or time.monotonic() > deadline:
                 raise
             time.sleep(min(0.01 * (attempt + 1), 0.1))
     raise AssertionError("unreachable")
+
+
+def _current(path: Path) -> int | None:
+    """The identity of the index's ``CURRENT`` file: a new one (RocksDB's next manifest, a rebuilt
+    index swapped in) says the files a snapshot was opened from may have been mixed."""
+    try:
+        return (path / "CURRENT").stat().st_ino
+    except OSError:
+        return None
 
 
 def open_reader(path: Path, *, wait: float = READ_WAIT) -> OxigraphStore:
@@ -691,6 +706,7 @@ class Health:
     set_aside: list[str] = field(default_factory=list)
     """Files set aside as not segments (``*.bad``), kept for inspection."""
     repaired: str | None = None
+    """What was repaired, in words."""
 
     @property
     def ok(self) -> bool:
@@ -707,12 +723,22 @@ def _check_index(path: Path, directory: Path) -> None:
 def check(path: Path, *, repair: bool = False) -> Health:
     """The state of the on-disk store at ``path``: its index (with ``repair``, a lost ``CURRENT``
     is written again from the newest manifest), its log (segments, what is not folded, damage,
-    what was set aside).  Reads only, but for the repair; takes no lock."""
+    what was set aside).  Reads only, but for the repair; takes no lock, but to finish an
+    interrupted index rebuild (:mod:`.rebuild`)."""
     from .oxigraph import repair_current
 
     directory = seg.segments_dir(path)
     health = Health(index="none")
-    repaired = repair_current(path) if repair else None
+    current = repair_current(path) if repair else None
+    repaired = f"the index's CURRENT file written again ({current})" if current else None
+    if repair and (path / rebuild.MARK).exists():
+        lock = IndexLock(directory)
+        if lock.acquire():  # else the process that holds it finishes the swap as it opens the index
+            try:
+                rebuild.finish(path)
+                repaired = "an interrupted index rebuild, finished"
+            finally:
+                lock.release()
     health.repaired = repaired
     try:
         _check_index(path, directory)

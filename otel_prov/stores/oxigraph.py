@@ -22,6 +22,7 @@ import rdflib
 from ..errors import StoreError
 from ..model.quads import Quad, dataset_from_nquads, delete_data, in_parts
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
+from . import rebuild
 from .base import QuadTerms, QueryResult, Row, StoreSpec
 from .terms import from_oxigraph, from_quad, from_triple
 
@@ -283,6 +284,8 @@ def _rocksdb(path: Path, *, snapshot: bool = False, pinned: Path | None = None) 
     """The on-disk store at ``path`` (a read-only snapshot when ``snapshot``, of its files pinned at
     ``pinned`` if given: :func:`pin`); every failure is a :class:`StoreError` naming the path
     (RocksDB reports corruption as ``RuntimeError``)."""
+    if not snapshot:
+        rebuild.finish(path)  # the caller holds the index lock: an interrupted swap is its to finish
     check_index(path)
     try:
         if snapshot:
@@ -385,7 +388,9 @@ def _alive(pid: int) -> bool:
 def check_index(path: Path) -> None:
     """:class:`StoreError` when the index at ``path`` has lost its ``CURRENT`` file (the name of its
     live manifest) while its manifests and tables are there: opened so, RocksDB would start an empty
-    index over them and every folded session would be gone.  Says how to repair it."""
+    index over them and every folded session would be gone.  Says how to repair it.  Waits for an
+    index rebuild's swap to end first (:mod:`.rebuild`: in the middle of one, ``CURRENT`` is away)."""
+    rebuild.wait(path)
     if (path / "CURRENT").exists():
         return
     manifests = sorted(path.glob("MANIFEST-*"))

@@ -183,3 +183,33 @@ def test_usage_errors(tmp_path: Path, capsysbinary: Any) -> None:
     assert parse_duration("90d").days == 90 and parse_duration("12h").total_seconds() == 43200
     assert parse_duration("1y").days == 365 and parse_duration(" 2w ").days == 14
     assert os.path.isdir(store) and parse_store(str(store)).path == store
+
+
+def _files_holding(store: Path, text: bytes) -> list[str]:
+    """Every file under ``store`` whose bytes hold ``text``."""
+    found = []
+    for root, _, names in os.walk(store):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as fh:
+                if text in fh.read():
+                    found.append(os.path.relpath(os.path.join(root, name), store))
+    return found
+
+
+def test_delete_erases_the_text_from_every_file_of_the_store(tmp_path: Path, capsysbinary: Any) -> None:
+    """The erased session's words were still in the index's string table after a delete and a
+    compaction (Oxigraph never collects it): the index is now rebuilt without them."""
+    store = tmp_path / "store"
+    secret = "erase-me-4c1d9e jane.doe@example.org"
+    keep = [_agent(f"keep {k}") for k in range(11)]
+    gone = _agent(secret)
+    _store(store, *keep, gone)
+    assert cli(capsysbinary, "check", "--rebuild", str(store)).code == 0  # everything folded: the index
+    assert _files_holding(store, secret.encode())  # holds it, on disk
+    r = cli(capsysbinary, "delete", _question(capsysbinary, store, gone), "--store", str(store),
+            "--reason", "erasure request")
+    assert r.code == 0, r.err
+    assert "erased from the store's files" in r.err
+    assert _files_holding(store, secret.encode()) == []
+    assert _files_holding(store, b"thinking about keep 7")  # the others' words stay
+    assert len(_sessions(capsysbinary, store)) == 11
