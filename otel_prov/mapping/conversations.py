@@ -31,7 +31,7 @@ Within one ``serve``, the mappers of its workers hand their conversation changes
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,11 +236,13 @@ class Conversations:
                         frontier.append(other)
         return found
 
-    def remap(self, touched: set[CallId], profile: str, problems: list[str]
+    def remap(self, touched: set[CallId], profile: str, problems: list[str],
+              policed: Callable[[list[Quad]], list[Quad]] | None = None,
               ) -> tuple[list[Quad], list[Quad], dict[CallId, frozenset[Quad]]]:
-        """Maps again the conversations of the ``touched`` calls (and of the calls that left them);
-        returns the quads to add and to remove, and (by first call) the quads of each conversation
-        mapped before (:meth:`unstored`)."""
+        """Maps again the conversations of the ``touched`` calls (and of the calls that left them),
+        each conversation's quads through ``policed`` (the content policy); returns the quads to add
+        and to remove, and (by first call) the quads of each conversation mapped before
+        (:meth:`unstored`)."""
         starts = {cid for cid in touched if cid in self.calls}
         seen: set[CallId] = set()
         old_roots = {self._root_of[c] for c in touched if c in self._root_of}
@@ -258,7 +260,7 @@ class Conversations:
             map_conversation(calls, profile, result)
             problems.extend(result.problems)
             problems.extend(LEFT_OUT.format(reason=r) for r in result.too_large.values())
-            new_quads[root] = frozenset(result.quads)
+            new_quads[root] = frozenset(result.quads if policed is None else policed(result.quads))
             new_members[root] = set(members)
         before = frozenset().union(*(self._quads.get(r, frozenset()) for r in old_roots))
         after = frozenset().union(*new_quads.values())

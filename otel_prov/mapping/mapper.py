@@ -38,6 +38,7 @@ from .conversations import LEFT_OUT, Conversations
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
 from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
+from .policy import ContentPolicy
 from .spans import Event, LogRecord, SpanRecord, SpanView
 from .tree import Kind, Read, framework_role, log_order, skeleton, trace_view, view_kind, view_size, with_logs
 
@@ -135,8 +136,11 @@ class TraceMapper:
     def __init__(self, profile: str, *, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
                  max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES,
                  max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES, conversations: bool = True,
-                 ) -> None:
+                 policy: ContentPolicy | None = None) -> None:
         self.profile = check_profile(profile)
+        self.policy = policy if policy is not None and policy.active else None
+        """What of the content reaches the store (:mod:`.policy`): applied to the quads of each span,
+        trace and conversation as they are mapped, before they are remembered or handed on."""
         self.max_attribute_bytes = max_attribute_bytes
         """A span with a larger attribute value is rejected (:mod:`.limits`)."""
         self.max_traces = max_traces
@@ -193,7 +197,7 @@ class TraceMapper:
                     failed.append((rec, f"{type(exc).__name__}: {exc}"))
                     continue
             by_trace.setdefault(rec.trace_id, []).append(rec)
-        update = Update(add=direct.quads, mapped=direct.mapped, ignored=direct.ignored,
+        update = Update(add=self._policed(direct.quads), mapped=direct.mapped, ignored=direct.ignored,
                         problems=direct.problems + log_problems, failed=failed)
         if by_trace or logs_by_trace:
             with self._lock:
@@ -354,7 +358,7 @@ class TraceMapper:
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
             self._mapping_failed(update)
             return
-        new = frozenset(result.quads)
+        new = frozenset(self._policed(result.quads))
         update.rewritten.setdefault(trace_id, trace.quads)
         if trace.unsure is not None:  # the store may hold any of these: say everything
             update.remove.extend((trace.quads | trace.unsure) - new)
@@ -399,13 +403,17 @@ class TraceMapper:
         """The chat conversations the batch changed, mapped again once (their calls may span
         several traces of the batch)."""
         try:
-            add, remove, before = self._conversations.remap(touched, self.profile, update.problems)
+            add, remove, before = self._conversations.remap(touched, self.profile, update.problems,
+                                                            self._policed)
         except Exception:
             self._mapping_failed(update)
             return
         update.remove.extend(remove)
         update.add.extend(add)
         update.rewritten_conversations.update(before)
+
+    def _policed(self, quads: list[Quad]) -> list[Quad]:
+        return quads if self.policy is None else self.policy.apply(quads)
 
     def _mapping_failed(self, update: Update) -> None:
         if not self._failed:

@@ -99,6 +99,19 @@ def literal(value: str) -> str:
     return '"' + value + '"'
 
 
+_ESCAPED = re.compile(r'\\[\\"nr]')
+_UNESCAPED = {"\\\\": "\\", '\\"': '"', "\\n": "\n", "\\r": "\r"}
+
+
+def literal_text(term: str) -> str:
+    """The text of a plain literal :func:`literal` made (its N-Triples escapes undone): the inverse
+    of :func:`literal` on valid text."""
+    body = term[1:-1]
+    if "\\" not in body:
+        return body
+    return _ESCAPED.sub(lambda m: _UNESCAPED[m.group(0)], body)
+
+
 def integer(value: int) -> str:
     return f'"{int(value)}"^^{_XSD_INTEGER}'
 

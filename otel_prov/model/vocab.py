@@ -37,6 +37,8 @@ OTELPROV = ClosedNamespace(
      "Evaluation", "evaluationName", "evaluationScore", "evaluationLabel", "evaluationExplanation",
      # a person's approval or rejection of a step or an answer (docs/model.md)
      "Approval", "decision",
+     # what the content policy did to a node's values (docs/privacy.md)
+     "contentPolicy", "truncatedFrom", "redactions",
      # otel-prov seal's manifest (docs/audit.md)
      "Seal", "sealedSession", "digest", "digestAlgorithm", "quadCount", "sessionCollection", "sessionTime",
      "hmac", "signature", "publicKey"],
@@ -92,6 +94,8 @@ NT = SimpleNamespace(
     evaluationLabel=_nt(OTELPROV.evaluationLabel),
     evaluationExplanation=_nt(OTELPROV.evaluationExplanation),
     Approval=_nt(OTELPROV.Approval), decision=_nt(OTELPROV.decision),
+    contentPolicy=_nt(OTELPROV.contentPolicy), truncatedFrom=_nt(OTELPROV.truncatedFrom),
+    redactions=_nt(OTELPROV.redactions),
     **{f"raw_{prop}": _nt(getattr(OTELPROV, name)) for prop, name in RAW_TERMS.items()},
     **{f"tg_{name}": _nt(getattr(TG, name)) for name in TG_TERMS},
 )
