@@ -16,12 +16,14 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from .errors import ConfigError
 from .mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES, MAX_ATTRIBUTE_BYTES_CEILING
+from .mapping.policy import FIELDS, KEEP_ALL, MESSAGE_FIELDS, OMIT, ContentPolicy, Rule, parse_rules
+from .mapping.redaction import BUILTIN, NAME, Detector, Redactor
 from .model.profiles import PROFILES, SEED, check_profile
 from .stores import REMOTE_SCHEMES, Remote, StoreSpec, default_store, parse_store
 from .stores.base import AUTO_SERVER, SERVER_KINDS
@@ -375,6 +377,100 @@ EXAMPLE_MODEL: Option[str | None] = Option(
 """The examples' agent asks this model of an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``) instead of following its offline policy."""
 
+# -- what of the content is stored (docs/privacy.md) --------------------------------------------------
+
+REDACTORS_GROUP = "otel_prov.redactors"
+"""The entry point group of redaction plug-ins: each entry point names a detector (an object with a
+``name`` and ``find(text)``, or a class or function that makes one; docs/privacy.md)."""
+_ON, _OFF = ("on", "true", "yes", "1", "all"), ("off", "false", "no", "0", "none")
+
+
+def plugin_detectors() -> dict[str, Detector]:
+    """The installed plug-ins' detectors (entry point group :data:`REDACTORS_GROUP`), by name;
+    :class:`ValueError` naming a plug-in that does not load or is not a detector."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, Detector] = {}
+    for point in sorted(entry_points(group=REDACTORS_GROUP), key=lambda p: p.name):
+        try:
+            loaded = point.load()
+            detector = loaded() if isinstance(loaded, type) or not isinstance(loaded, Detector) else loaded
+        except Exception as exc:
+            raise ValueError(f"the redaction plug-in {point.name!r} ({point.value}) does not load: "
+                             f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(detector, Detector) or detector.name != point.name:
+            raise ValueError(f"the redaction plug-in {point.name!r} ({point.value}) is not a detector "
+                             f"named {point.name!r} (an object with name and find(text))")
+        if point.name in BUILTIN or not NAME.fullmatch(point.name):
+            raise ValueError(f"the redaction plug-in {point.name!r} ({point.value}): a detector's name is "
+                             "lowercase letters, digits and '-', and not a built-in one's")
+        found[point.name] = detector
+    return found
+
+
+def _detectors(value: str) -> tuple[Detector, ...]:
+    names = [name.strip().lower() for name in value.split(",") if name.strip()]
+    if len(names) == 1 and names[0] in _OFF:
+        return ()
+    plugins = plugin_detectors() if any(name not in BUILTIN for name in names) or names[0] in _ON else {}
+    every = {**BUILTIN, **plugins}
+    if len(names) == 1 and names[0] in _ON:
+        return tuple(every.values())
+    unknown = [name for name in names if name not in every]
+    if unknown:
+        raise ValueError(f"unknown detector {unknown[0]!r}: expected on, off, or some of "
+                         f"{', '.join(every)}")
+    return tuple(every[name] for name in every if name in names)  # built-ins first, as on
+
+
+def _genai_capture(value: str) -> bool | None:
+    """The GenAI instrumentations' switch: False when it says content is not captured (``false``,
+    ``NO_CONTENT``), True when it is (``true``, ``SPAN_ONLY``, ``EVENT_ONLY``, ``SPAN_AND_EVENT``);
+    another value is not ours to judge: no effect."""
+    text = value.strip().lower()
+    if text in ("false", "no_content"):
+        return False
+    if text in ("true", "span_only", "event_only", "span_and_event"):
+        return True
+    return None
+
+
+CONTENT_POLICY: Option[dict[str, Rule]] = Option(
+    "OTEL_PROV_CONTENT_POLICY", "--content-policy", parse_rules, dict,
+    "what of each field's text is stored: `keep`, `truncate:N` (its first N characters), `sha256` (the "
+    "SHA-256 of its text, hex) or `omit`, for every field or per field (`thought=sha256,observation="
+    "truncate:500`, `omit,question=keep`; fields: " + ", ".join(FIELDS) + "); recorded on each node "
+    "([privacy.md](privacy.md))",
+    "`keep` (`omit` where `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says no content)")
+REDACT: Option[tuple[Detector, ...]] = Option(
+    "OTEL_PROV_REDACT", "--redact", _detectors, (),
+    "replace secrets and personal data by typed markers (`[email]`) before anything is stored: `on` (every "
+    "built-in detector and installed plug-in), `off`, or some of " + ", ".join(BUILTIN) + " and the "
+    "plug-ins' names, comma-separated ([privacy.md](privacy.md))", "off")
+GENAI_CAPTURE_CONTENT: Option[bool | None] = Option(
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None, _genai_capture, None,
+    "the OpenTelemetry GenAI instrumentations' content switch: `false` or `NO_CONTENT` (content not "
+    "captured) make `omit` the rule of every field but `error` that `OTEL_PROV_CONTENT_POLICY` does not "
+    "name, so nothing it says was not captured is stored; other values change nothing", "unset")
+
+
+def policy(content_policy: Any = None, redact: Any = None, *, via: str = "argument") -> ContentPolicy:
+    """The content policy (docs/privacy.md): each field's rule from ``content_policy`` (a flag or
+    argument, else ``OTEL_PROV_CONTENT_POLICY``); a field it does not name follows its bare rule, else
+    ``omit`` when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says content is not captured,
+    else ``keep``; redaction from ``redact`` (else ``OTEL_PROV_REDACT``)."""
+    rules = CONTENT_POLICY.get(content_policy, via=via)
+    not_captured = GENAI_CAPTURE_CONTENT.get() is False
+
+    def rule(name: str) -> Rule:
+        if name in rules or "*" in rules:
+            return rules.get(name, rules.get("*", KEEP_ALL))
+        return Rule(OMIT) if not_captured and name in MESSAGE_FIELDS else KEEP_ALL
+
+    detectors = REDACT.get(redact, via=via)
+    return ContentPolicy({name: rule(name) for name in FIELDS}, Redactor(detectors) if detectors else None)
+
+
 OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
@@ -383,17 +479,20 @@ OPTIONS: tuple[Option[Any], ...] = (
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS, EXAMPLE_MODEL,
     STORE_SERVER, STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT, STORE_CLIENT_KEY,
     STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT,
+    CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
 
 TABLES: dict[str, tuple[Option[Any], ...]] = {
-    "exporter and CLI": (STORE, PROFILE, COLLECTION, JAEGER_URL, MAX_ATTRIBUTE_BYTES, STORE_SERVER,
+    "exporter and CLI": (STORE, PROFILE, COLLECTION, JAEGER_URL, MAX_ATTRIBUTE_BYTES, CONTENT_POLICY, REDACT,
+                         GENAI_CAPTURE_CONTENT, STORE_SERVER,
                          STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT,
                          STORE_CLIENT_KEY, STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT),
     "serve": (STORE, PROFILE, SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT,
               SERVE_TLS_KEY, SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
-              SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN),
+              SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT,
+              SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN),
     "ui": (STORE, UI_HOST, UI_PORT, UI_TOKEN, JAEGER_URL, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS),
     "examples": (EXAMPLE_MODEL,),
 }
@@ -463,6 +562,8 @@ class ServeSettings:
     workers: int = DEFAULT_WORKERS
     """Mapping processes (:mod:`otel_prov.serve.workers`); 1: mapping in the serve process; 0: one
     per CPU (at most :data:`MAX_AUTO_WORKERS`)."""
+    policy: ContentPolicy = field(default_factory=ContentPolicy)
+    """What of the content reaches the store (:func:`policy`)."""
 
     @property
     def mapping_workers(self) -> int:
@@ -490,7 +591,7 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
                    tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
                    drain_timeout: Any = None, max_attribute_bytes: Any = None, memory_budget: Any = None,
                    public_without_token: Any = None, allowed_hosts: Any = None,
-                   workers: Any = None) -> ServeSettings:
+                   workers: Any = None, content_policy: Any = None, redact: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -519,6 +620,7 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         public_without_token=SERVE_PUBLIC_WITHOUT_TOKEN.get(public_without_token, via=via),
         allowed_hosts=SERVE_ALLOWED_HOSTS.get(allowed_hosts, via=via),
         workers=SERVE_WORKERS.get(workers, via=via),
+        policy=policy(content_policy, redact, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")

@@ -63,3 +63,32 @@ def test_a_bad_value_names_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(ConfigError, match=r"^--workers '65': expected a whole number from 0 to 64"):
         settings.SERVE_WORKERS.get("65", via="flag")
     assert settings.SERVE_WORKERS.get("64", via="flag") == 64
+
+
+def test_the_content_policy_precedence_ends_with_the_genai_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An argument or flag > OTEL_PROV_CONTENT_POLICY > the GenAI instrumentations' switch (for the
+    fields ours does not name, errors aside) > keep; redaction: argument > OTEL_PROV_REDACT > off."""
+    switch = settings.GENAI_CAPTURE_CONTENT.env
+    assert settings.policy().text == ",".join(f"{f}=keep" for f in settings.FIELDS)
+    assert settings.policy().redactor is None
+    for said in ("true", "SPAN_ONLY", "event_only", "SPAN_AND_EVENT", "a value of the future"):
+        monkeypatch.setenv(switch, said)
+        assert not settings.policy().active, said
+    for said in ("false", "NO_CONTENT", "no_content"):
+        monkeypatch.setenv(switch, said)
+        assert settings.policy().rule("thought").kind == "omit"
+        assert settings.policy().rule("error").kind == "keep"
+    monkeypatch.setenv(settings.CONTENT_POLICY.env, "answer=sha256")
+    assert settings.policy().rule("answer").kind == "sha256"
+    assert settings.policy().rule("question").kind == "omit"  # not named: the switch's
+    monkeypatch.setenv(settings.CONTENT_POLICY.env, "truncate:80")  # every field named: the switch is moot
+    assert {settings.policy().rule(f).limit for f in settings.FIELDS} == {80}
+    assert settings.policy("keep").rule("answer").kind == "keep"
+    monkeypatch.setenv(settings.REDACT.env, "email,card")
+    assert settings.policy().redactor.names == ("email", "card")  # type: ignore[union-attr]
+    assert settings.policy(redact="off").redactor is None
+    with pytest.raises(ConfigError, match=r"^--content-policy 'thought=hash': 'hash': expected keep"):
+        settings.policy("thought=hash", via="flag")
+    monkeypatch.setenv(settings.REDACT.env, "on,email")
+    with pytest.raises(ConfigError, match=r"^OTEL_PROV_REDACT='on,email': unknown detector 'on'"):
+        settings.policy()

@@ -247,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the files' format (default: from each file's suffix, else its first byte)")
     p.add_argument("--profile", type=str.lower, choices=("seed", "strict"),
                    help=f"the mapping profile of spans ({settings.PROFILE.env}; default seed)")
+    p.add_argument("--content-policy", metavar="POLICY",
+                   help="what of the spans' text is stored: keep, truncate:N, sha256 or omit, per field "
+                        f"({settings.CONTENT_POLICY.env}; default keep; docs/privacy.md)")
+    p.add_argument("--redact", metavar="DETECTORS",
+                   help=f"replace secrets and personal data in the spans' text: on, off or detectors' names "
+                        f"({settings.REDACT.env}; default off)")
 
     p = _add(sub, "hold", cmd_hold, "place, release or list legal holds (kept from delete and prune)",
              "A hold keeps a session (with its sub-traces) or a whole collection from every removal:\n"

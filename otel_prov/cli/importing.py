@@ -30,6 +30,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ..errors import StoreError
 from ..mapping.mapper import TraceMapper
+from ..mapping.policy import ContentPolicy
 from ..mapping.spans import records_from_otlp
 from ..model.quads import nquads
 from ..model.vocab import GRAPH_RETRIEVAL
@@ -69,11 +70,12 @@ def quads_of_rdf(data: bytes, fmt: str) -> list[pyoxigraph.Quad]:
     return out
 
 
-def quads_of_spans(data: bytes, profile: str, fmt: str = "otlp-json") -> tuple[bytes, int, int, list[str]]:
+def quads_of_spans(data: bytes, profile: str, fmt: str = "otlp-json",
+                   policy: ContentPolicy | None = None) -> tuple[bytes, int, int, list[str]]:
     """The N-Quads of the spans of OTLP/JSON ``data`` (one request a line, or one request) or of
-    Jaeger's JSON (``fmt`` ``jaeger-json``, or a document in its shape), mapped together: (N-Quads,
-    quads, spans, messages of the spans rejected).  ``ValueError`` naming the line of a request
-    that is not OTLP/JSON, or what is not Jaeger's JSON."""
+    Jaeger's JSON (``fmt`` ``jaeger-json``, or a document in its shape), mapped together under the
+    content ``policy``: (N-Quads, quads, spans, messages of the spans rejected).  ``ValueError``
+    naming the line of a request that is not OTLP/JSON, or what is not Jaeger's JSON."""
     records, rejected = [], []
     jaeger = jaeger_document(data) if fmt == "jaeger-json" or _JAEGER_HEAD.match(data[:256]) else None
     if fmt == "jaeger-json" and jaeger is None:
@@ -94,7 +96,7 @@ def quads_of_spans(data: bytes, profile: str, fmt: str = "otlp-json") -> tuple[b
         found, refused = records_from_otlp(request.resource_spans)
         records.extend(found)
         rejected.extend(refused)
-    update = TraceMapper(profile).map(records)
+    update = TraceMapper(profile, policy=policy).map(records)
     rejected.extend(error for _, error in update.failed)
     return nquads(update.add), len(update.add), len(records), rejected
 
@@ -231,6 +233,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     spec = store_spec(args)
     profile = option(args, settings.PROFILE)
+    policy = settings.policy(args.content_policy, args.redact, via="flag")
     loaded: list[tuple[Path, list[tuple[bytes, int]], str]] = []
     failed = False
     for name in args.files:
@@ -239,7 +242,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             data = path.read_bytes()
             fmt = file_format(path, args.format, data[:64])
             if fmt in SPAN_FORMATS:
-                text, count, spans, rejected = quads_of_spans(data, profile, fmt)
+                text, count, spans, rejected = quads_of_spans(data, profile, fmt, policy)
                 summary = f"{count} quads from {spans} spans"
                 if rejected:
                     summary += f" ({len(rejected)} spans rejected: {rejected[0]})"

@@ -84,6 +84,10 @@ _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
      "0 = one per CPU, at most 4; 1 = in the serve process", settings.DEFAULT_WORKERS),
     (settings.MAX_ATTRIBUTE_BYTES, "largest attribute value in bytes; a span with a larger one is rejected "
      "(partial_success), never truncated", settings.MAX_ATTRIBUTE_BYTES.default),
+    (settings.CONTENT_POLICY, "what of each field's text is stored: keep, truncate:N, sha256 or omit, for "
+     "every field or per field (thought=sha256,observation=truncate:500; docs/privacy.md)", "keep"),
+    (settings.REDACT, "replace secrets and personal data by typed markers before storing: on, off, or "
+     "detectors' names (email,card,...)", "off"),
 )
 """Every option of ``serve`` with a flag: (option, help, the default shown)."""
 
@@ -98,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             drain_timeout=args.drain_timeout, max_attribute_bytes=args.max_attribute_bytes,
             memory_budget=args.memory_budget, public_without_token=args.public_without_token,
             allowed_hosts=args.allowed_hosts, workers=args.workers,
+            content_policy=args.content_policy, redact=args.redact,
         )
         stop = threading.Event()
         _on_signals(stop)

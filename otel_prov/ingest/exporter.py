@@ -76,13 +76,16 @@ class _Leased:
     lease on the process's ingest pipeline for that store, its problems log, flush and release."""
 
     def _open(self, kind: str, name: str, store: Store, profile: str | None,
-              max_attribute_bytes: int | None) -> None:
+              max_attribute_bytes: int | None, content_policy: str | None, redact: str | None) -> None:
         self.profile = settings.PROFILE.get(profile)
         limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
+        self.policy = settings.policy(content_policy, redact)
+        """What of the content reaches the store (docs/privacy.md)."""
         spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
         self.store_spec = spec
         self._name = name
-        self._lease = lease(kind, spec, self.profile, name=name, max_attribute_bytes=limit)
+        self._lease = lease(kind, spec, self.profile, name=name, max_attribute_bytes=limit,
+                            policy=self.policy)
         self._pipeline = self._lease.pipeline
         self._problems = ProblemLog(logger, name)
         remote = isinstance(spec, StoreSpec) and spec.remote is not None
@@ -126,6 +129,10 @@ class ProvSpanExporter(_Leased, SpanExporter):
     - ``profile``: ``"seed"`` (default; ``OTEL_PROV_PROFILE``) or ``"strict"``.
     - ``max_attribute_bytes``: a span with a larger attribute value is not stored (counted and
       logged, never truncated); default 4 MiB (``OTEL_PROV_MAX_ATTRIBUTE_BYTES``).
+    - ``content_policy``: what of each field's text is stored (``"keep"``, the default;
+      ``"thought=sha256,observation=truncate:500"``...; ``OTEL_PROV_CONTENT_POLICY``), and
+      ``redact``: secrets and personal data replaced by typed markers before anything is stored
+      (``"on"``, ``"off"``, the default, or detectors' names; ``OTEL_PROV_REDACT``): docs/privacy.md.
 
     ``export()`` never raises and is thread-safe, and returns SUCCESS only for spans whose quads are
     stored (on disk: appended to the store's log); a store that cannot be written (a full disk) is
@@ -138,8 +145,9 @@ class ProvSpanExporter(_Leased, SpanExporter):
     """
 
     def __init__(self, *, store: Store = None, profile: str | None = None,
-                 max_attribute_bytes: int | None = None) -> None:
-        self._open(SPANS, "otel-prov exporter", store, profile, max_attribute_bytes)
+                 max_attribute_bytes: int | None = None, content_policy: str | None = None,
+                 redact: str | None = None) -> None:
+        self._open(SPANS, "otel-prov exporter", store, profile, max_attribute_bytes, content_policy, redact)
 
     @property
     def store(self) -> WriteStore:
@@ -237,8 +245,10 @@ class ProvLogExporter(_Leased, _LogExporter):
     guarantees as the span exporter: ``export()`` never raises, SUCCESS once stored."""
 
     def __init__(self, *, store: Store = None, profile: str | None = None,
-                 max_attribute_bytes: int | None = None) -> None:
-        self._open(LOGS, "otel-prov log exporter", store, profile, max_attribute_bytes)
+                 max_attribute_bytes: int | None = None, content_policy: str | None = None,
+                 redact: str | None = None) -> None:
+        self._open(LOGS, "otel-prov log exporter", store, profile, max_attribute_bytes, content_policy,
+                   redact)
         self.records = 0
         """GenAI events exported so far."""
         self.ignored = 0

@@ -19,6 +19,7 @@ from typing import TypeGuard
 
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
+from ..mapping.policy import ContentPolicy
 from ..mapping.spans import LogRecord, SpanRecord
 from ..model.quads import nquads
 from ..stores.base import AppendStore, WriteStore
@@ -51,11 +52,13 @@ class IngestPipeline:
 
     def __init__(self, store: WriteStore, profile: str, *, name: str, rescue_dir: Path | None = None,
                  max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
-                 mapper: TraceMapper | None = None) -> None:
+                 mapper: TraceMapper | None = None, policy: ContentPolicy | None = None) -> None:
         self.store = store
         self.name = name
         """Who runs it (``otel-prov exporter``, ``otel-prov serve``), for log lines."""
-        self.mapper = mapper or TraceMapper(profile, max_attribute_bytes=max_attribute_bytes)
+        self.mapper = mapper or TraceMapper(profile, max_attribute_bytes=max_attribute_bytes, policy=policy)
+        """Maps with the content policy (``policy``): the writer, the store's log and a rescue file only
+        ever get what it lets through."""
         self.writer: Writer | AppendWriter = (
             AppendWriter(store) if _appends(store) else Writer(store, rescue_dir=rescue_dir))
         self.spans = 0

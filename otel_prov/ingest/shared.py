@@ -20,6 +20,7 @@ from typing import Any
 import rdflib
 
 from ..errors import ConfigError
+from ..mapping.policy import ContentPolicy
 from ..stores import StoreSpec, open_for_writing
 from .pipeline import IngestPipeline
 
@@ -56,30 +57,38 @@ _LOCK = threading.Lock()
 _OPEN: dict[tuple[Any, ...], _Shared] = {}
 
 
-def _key(spec: StoreSpec | rdflib.Dataset, profile: str) -> tuple[Any, ...]:
-    return (("dataset", id(spec)) if isinstance(spec, rdflib.Dataset) else ("store", str(spec)), profile)
+def _key(spec: StoreSpec | rdflib.Dataset, profile: str, policy: ContentPolicy) -> tuple[Any, ...]:
+    return (("dataset", id(spec)) if isinstance(spec, rdflib.Dataset) else ("store", str(spec)), profile,
+            policy.key)
 
 
 def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: str,
-          max_attribute_bytes: int) -> Lease:
+          max_attribute_bytes: int, policy: ContentPolicy | None = None) -> Lease:
     """A pipeline for an exporter of ``kind`` (:data:`SPANS` or :data:`LOGS`): the one the other kind
     opened on the same store, when it has no partner of this kind yet; else a new one (the store
     opened here: :class:`~otel_prov.StoreError` if it cannot be)."""
-    key = _key(spec, profile)
+    policy = policy or ContentPolicy()
+    key = _key(spec, profile, policy)
     with _LOCK:
         shared = _OPEN.get(key)
         if shared is not None and kind not in shared.holders and not shared.pipeline.closed:
             shared.holders.add(kind)
             return Lease(shared.pipeline, kind, shared)
-        for (other_spec, other_profile), held in _OPEN.items():
-            if other_spec == key[0] and other_profile != profile and kind not in held.holders:
+        for (other_spec, other_profile, other_policy), held in _OPEN.items():
+            if other_spec != key[0] or kind in held.holders:
+                continue
+            if other_profile != profile:
                 raise ConfigError(f"the {kind} exporter's profile {profile!r} is not the "
                                   f"{other_profile!r} of the exporter already writing to {other_spec[1]}: "
                                   "set one profile (OTEL_PROV_PROFILE) for both")
+            if other_policy != policy.key:
+                raise ConfigError(f"the {kind} exporter's content policy is not the one of the exporter "
+                                  f"already writing to {other_spec[1]}: set one (OTEL_PROV_CONTENT_POLICY, "
+                                  "OTEL_PROV_REDACT) for both")
         opened = open_for_writing(spec, quick_close=True)  # shutdown() need not wait for the index
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
         pipeline = IngestPipeline(opened, profile, name=name, rescue_dir=rescue_dir,
-                                  max_attribute_bytes=max_attribute_bytes)
+                                  max_attribute_bytes=max_attribute_bytes, policy=policy)
         shared = _Shared(pipeline, key, {kind})
         if key not in _OPEN:
             _OPEN[key] = shared

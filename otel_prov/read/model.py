@@ -30,6 +30,8 @@ NOT_CAPTURED_TEXT = "(not captured)"
 """How a value the trace did not record is shown (``otelprov:notCaptured``)."""
 REDACTED_TEXT = "(redacted)"
 """How a value the trace recorded only as a redaction marker is shown (``otelprov:redacted``)."""
+OMITTED_TEXT = "(omitted)"
+"""How a value the content policy left out is shown (``otelprov:contentPolicy "{property} omit"``)."""
 RECORD_KEYS = frozenset({"traceId", "spanId", "startTime", "endTime", "generatedAtTime", "startedAtTime",
                          "endedAtTime"})
 """A step's values that say where and when it was recorded (its span's ids and times), not what it
@@ -271,6 +273,8 @@ class TraceStep:
             return value
         if self.redacted(name):
             return REDACTED_TEXT
+        if f"{name} omit" in self.values.get("contentPolicy", []):
+            return OMITTED_TEXT
         # (the spec's mandatory literals stay, empty, where the value was not captured: "")
         return value if self.captured(name) else NOT_CAPTURED_TEXT
 
@@ -304,7 +308,29 @@ class TraceStep:
                 found.append((label, format_ms(float(self.value(key) or 0))))
         if self.value("toolError") and self.value("toolError") != self.error:  # else its Error line says it
             found.append(("Tool error", str(self.value("toolError"))))
+        content = self.content_policy()
+        if content:
+            found.append(("Content", content))
         return found
+
+    def content_policy(self) -> str:
+        """What the content policy did to the step's values (docs/privacy.md), as a reader is told it:
+        ``thought: SHA-256 of the text; observation: first 200 of 1,234 characters; redacted in
+        observation: email=2``; "" when it changed nothing."""
+        said = {}
+        for note in self.values.get("contentPolicy", []):
+            name, _, rule = note.partition(" ")
+            said[name] = {"sha256": "SHA-256 of the text", "omit": "omitted"}.get(rule, rule)
+        for note in self.values.get("truncatedFrom", []):
+            name, _, length = note.partition(" ")
+            limit = said.get(name, "").removeprefix("truncate:")
+            cut = length.isdigit() and limit.isdigit()
+            said[name] = f"first {limit} of {int(length):,} characters" if cut else f"cut from {length}"
+        parts = [f"{name}: {what}" for name, what in sorted(said.items())
+                 if not what.startswith("truncate:")]  # under the limit: whole
+        parts += [f"redacted in {note.replace(' ', ': ', 1)}"
+                  for note in sorted(self.values.get("redactions", []))]
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)

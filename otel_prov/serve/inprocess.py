@@ -14,6 +14,7 @@ from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.writer import WriterFull
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import Update
+from ..mapping.policy import ContentPolicy
 from ..mapping.spans import otlp_logs, otlp_slices
 from ..stores import WriteStore
 from .decode import log_problems
@@ -53,9 +54,10 @@ class InProcess:
     cannot starve them; answers once its quads are committed.  Thread-safe."""
 
     def __init__(self, store: WriteStore, profile: str, *, rescue_dir: Path | None = None,
-                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES) -> None:
+                 max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
+                 policy: ContentPolicy | None = None) -> None:
         self.pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
-                                       max_attribute_bytes=max_attribute_bytes)
+                                       max_attribute_bytes=max_attribute_bytes, policy=policy)
         self._turns = Turns()
         self._closed = False
 

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from ..ingest.problems import ProblemLog
 from ..ingest.writer import NotStored
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
+from ..mapping.policy import ContentPolicy
 from ..settings import (
     DEFAULT_ACK_TIMEOUT,
     DEFAULT_MAX_INFLIGHT,
@@ -181,6 +182,7 @@ class Receiver:
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         backlog: Callable[[], int] | None = None,
         max_backlog_bytes: int = MAX_BACKLOG_BYTES,
+        policy: ContentPolicy | None = None,
     ) -> None:
         self.store = store
         self._backlog = backlog
@@ -197,7 +199,7 @@ class Receiver:
             raise ValueError("a receiver needs a store or a worker pool")
         self._writer: Writer = pool if pool is not None else InProcess(
             store, profile, rescue_dir=rescue_dir,  # type: ignore[arg-type]
-            max_attribute_bytes=max_attribute_bytes)
+            max_attribute_bytes=max_attribute_bytes, policy=policy)
         """Who maps and stores: the mapping workers (``--workers N``), or this process."""
         self.problems = ProblemLog(logger, "otel-prov serve")
         self.stats = ReceiverStats()

@@ -23,7 +23,7 @@ def open_receiver(settings: ServeSettings) -> Receiver:
     pool = None
     if settings.mapping_workers > 1:
         pool = WorkerPool(settings.store, settings.profile, settings.mapping_workers,
-                          max_attribute_bytes=settings.max_attribute_bytes,
+                          max_attribute_bytes=settings.max_attribute_bytes, policy=settings.policy,
                           log_level=logging.getLevelName(logging.getLogger("otel_prov").getEffectiveLevel()))
     return Receiver(
         open_for_writing(settings.store) if pool is None else None,
@@ -37,6 +37,7 @@ def open_receiver(settings: ServeSettings) -> Receiver:
         max_attribute_bytes=settings.max_attribute_bytes,
         memory_budget=settings.memory_budget,
         backlog=backlog_probe(settings.store),
+        policy=settings.policy,
     )
 
 

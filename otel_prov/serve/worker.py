@@ -13,6 +13,7 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
+from .. import settings
 from ..ingest.pipeline import IngestPipeline, PipelineClosed
 from ..ingest.writer import NotStored
 from ..mapping import mapper as M
@@ -231,7 +232,8 @@ def _portable(call: SpanView) -> SpanView:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m otel_prov.serve.worker FD INDEX COUNT STORE PROFILE MAX_ATTRIBUTE_BYTES LEVEL``."""
+    """``python -m otel_prov.serve.worker FD INDEX COUNT STORE PROFILE MAX_ATTRIBUTE_BYTES LEVEL RULES
+    DETECTORS`` (the content policy: every field's rule, the detectors' names or ``off``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the front drains on them, then closes us
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     fd, index, count = int(argv[0]), int(argv[1]), int(argv[2])
@@ -242,9 +244,10 @@ def main(argv: list[str]) -> int:
     logging.getLogger("otel_prov").setLevel(level.upper())
     conn = Connection(fd)
     try:
+        policy = settings.policy(argv[7], argv[8])
         mapper = TraceMapper(profile, max_attribute_bytes=limit, conversations=index == 0,
                              max_traces=max(1, M.MAX_TRACES // count), max_spans=max(1, M.MAX_SPANS // count),
-                             max_bytes=max(1, M.MAX_BYTES // count))
+                             max_bytes=max(1, M.MAX_BYTES // count), policy=policy)
         pipeline = IngestPipeline(open_for_writing(spec), profile, name=f"otel-prov serve (worker {index})",
                                   rescue_dir=spec.rescue_dir, mapper=mapper)
     except Exception as exc:

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..mapping.mapper import ConversationOp
+from ..mapping.policy import ContentPolicy
 from ..mapping.spans import otlp_logs
 from ..processes import interpreter
 from ..stores import StoreSpec
@@ -119,7 +120,7 @@ class _Worker:
             proc = subprocess.Popen(
                 [pool.python, "-m", "otel_prov.serve.worker", str(theirs.fileno()), str(self.index),
                  str(pool.count), str(pool.store), pool.profile, str(pool.max_attribute_bytes),
-                 pool.log_level],
+                 pool.log_level, pool.policy.text, ",".join(pool.policy.key[1]) or "off"],
                 stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env)
         finally:
             theirs.close()
@@ -206,7 +207,7 @@ class WorkerPool:
     :attr:`written_quads`)."""
 
     def __init__(self, store: StoreSpec, profile: str, count: int, *, max_attribute_bytes: int,
-                 log_level: str = "INFO") -> None:
+                 log_level: str = "INFO", policy: ContentPolicy | None = None) -> None:
         python = interpreter()
         if python is None:
             raise StoreError(f"cannot start mapping workers: {sys.executable!r} is not a Python "
@@ -217,6 +218,9 @@ class WorkerPool:
         self.count = count
         self.max_attribute_bytes = max_attribute_bytes
         self.log_level = log_level
+        self.policy = policy or ContentPolicy()
+        """Handed to each worker as its rules' text and its detectors' names (a plug-in is loaded there
+        again)."""
         self.pending_bytes = 0
         """Always 0: nothing waits in the front's memory (the workers append at once)."""
         self._ids = itertools.count(1)

@@ -1110,7 +1110,8 @@ def _value_flags() -> list[tuple[str, str]]:
             if action.choices is not None or action.type is not None or flags[0] in (
                     "--since", "--until", "--jaeger-url", "--store", "--profile", "--grpc-port",
                     "--http-port", "--max-inflight", "--ack-timeout", "--drain-timeout", "--memory-budget",
-                    "--workers", "--max-attribute-bytes", "--port", "--query-timeout", "--row-limit"):
+                    "--workers", "--max-attribute-bytes", "--port", "--query-timeout", "--row-limit",
+                    "--content-policy", "--redact"):
                 found.append((name, flags[0]))
     return found
 
