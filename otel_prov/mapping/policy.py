@@ -10,7 +10,8 @@ of each content property (:data:`FIELDS`) and records on the node what it did, s
 value was cut, hashed, left out or redacted:
 
 - ``otelprov:contentPolicy "{property} {rule}"`` (``"thought sha256"``, ``"observation truncate:200"``,
-  ``"arguments omit"``): the rule that applied to the node's value of that property;
+  ``"arguments omit"``): the rule that changed the node's value of that property (a value within a
+  truncation's limit is whole: nothing is said);
 - ``otelprov:truncatedFrom "{property} {length}"``: the value was cut; its length in characters;
 - ``otelprov:redactions "{property} {kind}={count},..."`` (``"observation email=2,card=1"``): what
   redaction replaced in it (summed over the property's values on the node).
@@ -29,6 +30,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from ..model.quads import Quad
 from ..model.terms import literal, literal_text
@@ -105,14 +107,19 @@ def parse_rules(text: str) -> dict[str, Rule]:
     return rules
 
 
-@dataclass
+@lru_cache(maxsize=256)
+def _noted(local: str, rule: str) -> str:
+    return literal(f"{local} {rule}")
+
+
+@dataclass(slots=True)
 class _Note:
     """What the policy did to one property of one node."""
 
     graph: str
     rule: Rule = KEEP_ALL
-    lengths: set[int] = field(default_factory=set)
-    redactions: Counter[str] = field(default_factory=Counter)
+    lengths: set[int] | None = None
+    redactions: Counter[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,28 +148,38 @@ class ContentPolicy:
         """What tells two policies apart: their rules and their detectors' names."""
         return self.text, self.redactor.names if self.redactor is not None else ()
 
+    @cached_property
+    def _rules(self) -> dict[str, Rule]:
+        """Each content predicate's rule."""
+        return {predicate: self.rule(name) for predicate, name in _FIELD_OF.items()}
+
     def apply(self, quads: Iterable[Quad]) -> list[Quad]:
         """``quads`` with each content literal as the policy has it, and what it did on each node."""
         out: list[Quad] = []
         done: dict[tuple[str, str, str], str | None] = {}
         notes: dict[tuple[str, str], _Note] = {}
+        rules, redactor = self._rules, self.redactor
         for quad in quads:
-            s, p, o, g = quad
-            name = _FIELD_OF.get(p)
-            if name is None or len(o) < 3 or o[0] != '"' or o[-1] != '"':  # not content, an IRI, or ""
+            rule = rules.get(quad[1])
+            o = quad[2]
+            if rule is None or len(o) < 3 or o[0] != '"' or o[-1] != '"':  # not content, an IRI, or ""
                 out.append(quad)
                 continue
+            if rule.kind == KEEP and (redactor is None or not redactor.may_hold(o)):
+                out.append(quad)  # the common case: nothing to do (the triggers read the literal as it is)
+                continue
+            s, p, _, g = quad
             key = (s, p, o)
             if key in done:  # the same value twice (two spans write a Question's query): counted once
                 new = done[key]
             else:
-                new = done[key] = self._value(s, p, o, self.rule(name), notes, g)
+                new = done[key] = self._value(s, p, o, rule, notes, g)
             if new is not None:
                 out.append(quad if new is o else (s, p, new, g))
         for (s, local), note in notes.items():
             if note.rule.kind != KEEP:
-                out.append((s, NT.contentPolicy, literal(f"{local} {note.rule}"), note.graph))
-            for length in sorted(note.lengths):
+                out.append((s, NT.contentPolicy, _noted(local, str(note.rule)), note.graph))
+            for length in sorted(note.lengths or ()):
                 out.append((s, NT.truncatedFrom, literal(f"{local} {length}"), note.graph))
             if note.redactions:
                 counts = ",".join(f"{kind}={n}" for kind, n in sorted(note.redactions.items()))
@@ -175,19 +192,23 @@ class ContentPolicy:
         if rule.kind == OMIT:
             notes.setdefault((s, _LOCAL[p]), _Note(graph)).rule = rule
             return '""' if p in KEPT_EMPTY else None
+        redactor = self.redactor
         text = literal_text(o)
         shown = text
-        if self.redactor is not None:
-            shown, counts = self.redactor.redact(text)
+        if redactor is not None:
+            shown, counts = redactor.redact(text)
             if counts:
-                notes.setdefault((s, _LOCAL[p]), _Note(graph)).redactions.update(counts)
+                note = notes.setdefault((s, _LOCAL[p]), _Note(graph))
+                note.redactions = note.redactions or Counter()
+                note.redactions.update(counts)
         if rule.kind == KEEP:
             return o if shown is text else literal(shown)
-        note = notes.setdefault((s, _LOCAL[p]), _Note(graph))
-        note.rule = rule
         if rule.kind == SHA256:
+            notes.setdefault((s, _LOCAL[p]), _Note(graph)).rule = rule
             return '"' + hashlib.sha256(text.encode("utf-8")).hexdigest() + '"'
-        if len(shown) > rule.limit:
-            note.lengths.add(len(text))
+        if len(shown) > rule.limit:  # a value within the limit is whole: nothing to say
+            note = notes.setdefault((s, _LOCAL[p]), _Note(graph))
+            note.rule = rule
+            note.lengths = (note.lengths or set()) | {len(text)}
             shown = shown[:rule.limit]
         return o if shown is text else literal(shown)

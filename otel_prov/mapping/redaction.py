@@ -22,8 +22,9 @@ import ipaddress
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
@@ -46,12 +47,14 @@ def marker(name: str) -> str:
     return f"[{name}]"
 
 
-Trigger = tuple[str, str]
-"""Something every find of a built-in detector holds, cheap to look for: one of some characters (the
-anchors), then a pattern right after it (a look-behind, mostly: ``("-", "(?<=sk-)")``).  A
-:class:`Redactor` looks for the triggers of all its detectors in one pass (a character set is scanned
-in C) and runs a detector only on a value where one of its triggers is: most values hold none.  A
-plug-in without ``triggers`` runs on every value."""
+Trigger = str
+"""Something every find of a built-in detector holds, cheap to look for: a regular expression that
+starts with a literal character (``"sk-"``, ``"_(?<=gh[pousr]_)"``: the regex engine looks for a
+literal as fast as ``str.find``, a character class ten times slower; no ``|`` outside a group), or
+:data:`NUMERIC`.  A
+:class:`Redactor` looks for its detectors' triggers in each value (those starting with the same
+character in one search) and runs a detector only on a value where one of its triggers is: most
+values hold none.  A plug-in without ``triggers`` runs on every value."""
 
 
 class Pattern:
@@ -85,14 +88,44 @@ EMAIL = Pattern(
     "email",
     r"[A-Za-z0-9](?<![\w.%+-][A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}@"
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![\w-])",
-    triggers=[("@", r"(?<=@)")], hints=("@",))
+    triggers=["@"], hints=("@",))
 
 
 # -- numbers: phone numbers, payment cards -------------------------------------------------------------
 
-NUMERIC: Trigger = ("0123456789", r"(?<=[0-9])[0-9 .\-()/]{4,}[0-9]")
-"""Six or more digits and separators from digit to digit: every phone number, card number, IPv4
-address and IBAN (whose account part is digits) has such a run; a year or a price has not."""
+NUMERIC: Trigger = "<numeric>"
+"""Six or more digits and separators (`` .-()/``) from digit to digit: every phone number, card number,
+IPv4 address and IBAN (whose account part is digits) has such a run; a year or a price has not.  Looked
+for in the value's UTF-8 with each digit made ``0`` and each separator ``.`` (``bytes.translate``), so
+the search starts from a literal."""
+_NUMERIC_CLASSES = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord(".") if chr(b) in " .-()/" else 32
+                         for b in range(256))
+_NUMERIC_RUN = re.compile(rb"0[0.]{4,}0")
+
+
+NUMERIC_MARGIN = 48
+"""Characters around a numeric run that a detector it triggers may need: an IBAN's country code and
+the letters of its account (at most 34 characters, and spaces), a version number's word before."""
+
+
+def has_numeric_run(text: str) -> bool:
+    """Whether ``text`` holds a :data:`NUMERIC` run."""
+    return _NUMERIC_RUN.search(text.encode("utf-8", "replace").translate(_NUMERIC_CLASSES)) is not None
+
+
+def numeric_windows(text: str) -> list[tuple[int, int]]:
+    """Where in ``text`` (ASCII) its numeric runs are, :data:`NUMERIC_MARGIN` characters wider on
+    each side, the windows that overlap joined.  Every find of a detector only :data:`NUMERIC`
+    triggers lies inside one with the characters it looks at around it (a find needs six characters
+    of a run, so no other run's digits can stand at a window's edge)."""
+    windows: list[tuple[int, int]] = []
+    for run in _NUMERIC_RUN.finditer(text.encode("ascii").translate(_NUMERIC_CLASSES)):
+        low, high = max(0, run.start() - NUMERIC_MARGIN), min(len(text), run.end() + NUMERIC_MARGIN)
+        if windows and low <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], high)
+        else:
+            windows.append((low, high))
+    return windows
 _DIGIT = re.compile(r"[0-9]")
 
 
@@ -243,7 +276,7 @@ class IpAddress:
     or a MAC address is none)."""
 
     name = "ip"
-    triggers = (NUMERIC, (":", r"(?<=:)[0-9A-Fa-f]{0,4}:"))
+    triggers = (NUMERIC, ":[0-9A-Fa-f]{0,4}:")
 
     def find(self, text: str) -> Iterator[tuple[int, int]]:
         yield from _IPV4.find(text)
@@ -274,35 +307,34 @@ class IpAddress:
 _KEY_END = r"(?![\w-])"
 OPENAI_KEY = Pattern(
     "openai-key", r"sk-(?<![\w-]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}" + _KEY_END,
-    triggers=[("-", r"(?<=sk-)")], hints=("sk-",))
+    triggers=["sk-"], hints=("sk-",))
 ANTHROPIC_KEY = Pattern(
     "anthropic-key", r"sk-ant-(?<![\w-]sk-ant-)[A-Za-z0-9_\-]{20,}" + _KEY_END,
-    triggers=[("-", r"(?<=sk-)")], hints=("sk-ant-",))
+    triggers=["sk-"], hints=("sk-ant-",))
 _AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")
 AWS_KEY = Pattern(
     "aws-key",
     rf"A(?<![A-Za-z0-9]A)(?:{'|'.join(p[1:] for p in _AWS_PREFIXES)})[A-Z0-9]{{16}}(?![A-Za-z0-9])"
     r"|(?i:aws_secret(?:_access)?_key)[\"']?\s*[:=]\s*[\"']?(?-i:[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-    triggers=[("A", "(?<=A)(?:" + "|".join(p[1:] for p in _AWS_PREFIXES) + ")"),
-              ("_", r"(?<=[aA][wW][sS]_)")],
+    triggers=["A(?:" + "|".join(p[1:] for p in _AWS_PREFIXES) + ")", r"_(?<=[aA][wW][sS]_)"],
     hints=(*_AWS_PREFIXES, "aws_", "AWS_", "Aws_"))
 GITHUB_TOKEN = Pattern(
     "github-token", r"g(?<![\w-]g)(?:h[pousr]_[A-Za-z0-9]{36,255}|ithub_pat_[A-Za-z0-9_]{22,255})" + _KEY_END,
-    triggers=[("_", r"(?<=gh[pousr]_)|(?<=github_)")],
+    triggers=[r"_(?:(?<=gh[pousr]_)|(?<=github_))"],
     hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"))
 SLACK_TOKEN = Pattern(
     "slack-token",
     r"x(?<![\w-]x)(?:ox[abposr]-[A-Za-z0-9-]{10,250}|app-[0-9]-[A-Za-z0-9-]{10,250})" + _KEY_END
     + r"|https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+",
-    triggers=[("-", r"(?<=xox[abposr]-)|(?<=xapp-)"), ("T", "(?<=/services/T)")],
+    triggers=[r"-(?:(?<=xox[abposr]-)|(?<=xapp-))", "/services/T"],
     hints=("xox", "xapp-", "hooks.slack.com"))
 GOOGLE_KEY = Pattern("google-key", r"A(?<![\w-]A)Iza[0-9A-Za-z_\-]{35}" + _KEY_END,
-                     triggers=[("A", "(?<=A)Iza")], hints=("AIza",))
+                     triggers=["AIza"], hints=("AIza",))
 STRIPE_KEY = Pattern(
     "stripe-key",
     r"[srw](?<![\w-][srw])(?:(?<=[sr])k_(?:live|test)_[0-9A-Za-z]{10,247}|(?<=w)hsec_[0-9A-Za-z]{20,247})"
     + _KEY_END,
-    triggers=[("_", r"(?<=[sr]k_)|(?<=whsec_)")],
+    triggers=[r"_(?:(?<=[sr]k_)|(?<=whsec_))"],
     hints=("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"))
 
 
@@ -314,7 +346,7 @@ class PrivateKey:
     broken by newlines or by ``\\n`` inside JSON), or, cut short, its header and the base64 after it."""
 
     name = "private-key"
-    triggers = (("P", "(?<=P)RIVATE KEY"),)
+    triggers = ("PRIVATE KEY",)
     _BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
     _END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
     _BODY = re.compile(r"(?:(?!-----)(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[nrt])){0,65536}")
@@ -344,7 +376,7 @@ def _jwt_header(text: str, match: re.Match[str]) -> bool:
 
 
 JWT = Pattern("jwt", r"(e(?<![\w-]e)yJ[A-Za-z0-9_\-]{2,4096})\.eyJ[A-Za-z0-9_\-]{2,65536}"
-              r"\.[A-Za-z0-9_\-]{0,4096}" + _KEY_END, triggers=[("J", "(?<=eyJ)")], hints=("eyJ",),
+              r"\.[A-Za-z0-9_\-]{0,4096}" + _KEY_END, triggers=["eyJ"], hints=("eyJ",),
               check=_jwt_header)
 
 
@@ -367,60 +399,100 @@ class Redactor:
 
     def __init__(self, detectors: Sequence[Detector]) -> None:
         self.detectors = tuple(detectors)
-        fragments: dict[str, int] = {}
-        anchors: set[str] = set()
-        self._by_trigger: dict[str, list[int]] = {}
+        by_first: dict[str, dict[Trigger, set[int]]] = {}  # "" for NUMERIC
         always: list[int] = []
         for rank, detector in enumerate(self.detectors):
             triggers: Sequence[Trigger] = getattr(detector, "triggers", ())
             if not triggers:
                 always.append(rank)
-            for chars, fragment in triggers:
-                anchors.update(chars)
-                group = f"t{fragments.setdefault(fragment, len(fragments))}"
-                self._by_trigger.setdefault(group, []).append(rank)
-        self._always = tuple(always)
-        groups = "|".join(f"(?P<t{i}>{fragment})" for fragment, i in fragments.items())
-        start = re.escape("".join(sorted(anchors)))
-        self._trigger = re.compile(f"[{start}](?:{groups})") if fragments else None
+            for trigger in triggers:
+                first = "" if trigger == NUMERIC else trigger[0]
+                by_first.setdefault(first, {}).setdefault(trigger, set()).add(rank)
+        self._always = frozenset(always)
+        self._literals: list[tuple[str, frozenset[int]]] = []
+        """Triggers that are plain text, looked for with ``in`` (no call: the fastest)."""
+        self._checks: list[tuple[str, Callable[[str], object], frozenset[int]]] = []
+        """The other triggers: a search per first character (run only where that character is), and
+        the numeric run."""
+        numeric: frozenset[int] = frozenset()
+        for first, found in by_first.items():
+            ranks = frozenset().union(*found.values())
+            patterns = list(found)
+            if not first:
+                numeric = ranks
+            elif len(patterns) == 1 and not set(patterns[0]) & set("\\.^$*+?{}[]|()"):
+                self._literals.append((patterns[0], ranks))
+            else:  # one search per first character
+                self._checks.append((first, re.compile("|".join(patterns)).search, ranks))
+        self._numeric = numeric
+        """The detectors :data:`NUMERIC` triggers: where nothing else triggers them, they run only
+        around the value's numeric runs (:data:`NUMERIC_MARGIN` characters on each side)."""
         self._cached = lru_cache(maxsize=4096)(self._redact)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(detector.name for detector in self.detectors)
 
-    def redact(self, text: str) -> tuple[str, Counter[str]]:
+    def may_hold(self, text: str) -> bool:
+        """Whether a detector may find something in ``text`` (False: none would).  The triggers hold
+        as well in a literal's N-Triples text, whose escapes touch none of their characters."""
+        if self._always:
+            return True
+        for literal, _ in self._literals:
+            if literal in text:
+                return True
+        for first, check, _ in self._checks:
+            if first in text and check(text):
+                return True
+        return bool(self._numeric) and has_numeric_run(text)
+
+    def redact(self, text: str) -> tuple[str, Mapping[str, int]]:
         """``text`` with each thing found replaced by its marker, and how many of each kind."""
-        ranks = self._ranks(text)
-        if not ranks:
-            return text, Counter()
+        whole, windowed = self._plan(text)
+        if not whole and not windowed:
+            return text, _NONE
         if len(text) > CACHED_CHARS:
-            return self._redact(text, ranks)
-        found, counts = self._cached(text, ranks)
-        return found, Counter(counts)
+            return self._redact(text, whole, windowed)
+        return self._cached(text, whole, windowed)
 
-    def _ranks(self, text: str) -> tuple[int, ...]:
-        """The detectors to run on ``text``: those whose trigger it holds, and those without one."""
-        if self._trigger is None:
-            return self._always
-        fired = {match.lastgroup for match in self._trigger.finditer(text)}
-        if not fired:
-            return self._always
-        return tuple(sorted({*self._always, *(rank for group in fired if group
-                                              for rank in self._by_trigger[group])}))
+    def _plan(self, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The detectors to run on the whole of ``text`` (their trigger is in it, or they have none),
+        and those to run only around its numeric runs (only :data:`NUMERIC` triggers them)."""
+        fired = set(self._always)
+        for literal, ranks in self._literals:
+            if literal in text:
+                fired |= ranks
+        for first, check, ranks in self._checks:
+            if not ranks <= fired and first in text and check(text):
+                fired |= ranks
+        windowed: frozenset[int] = frozenset()
+        if self._numeric and not self._numeric <= fired and has_numeric_run(text):
+            windowed = self._numeric - fired
+            if not text.isascii():  # the runs are found in UTF-8 bytes: their places differ
+                fired |= windowed
+                windowed = frozenset()
+        return tuple(sorted(fired)), tuple(sorted(windowed))
 
-    def _redact(self, text: str, ranks: tuple[int, ...]) -> tuple[str, Counter[str]]:
+    def _redact(self, text: str, whole: tuple[int, ...], windowed: tuple[int, ...] = (),
+                ) -> tuple[str, Mapping[str, int]]:
         finds: list[tuple[int, int, int, str]] = []
-        for rank in ranks:
+        for rank in whole:
             detector = self.detectors[rank]
             for start, end in detector.find(text):
                 if 0 <= start < end <= len(text):
                     finds.append((start, -end, rank, detector.name))
-        counts: Counter[str] = Counter()
+        for low, high in numeric_windows(text) if windowed else ():
+            part = text[low:high]
+            for rank in windowed:
+                detector = self.detectors[rank]
+                for start, end in detector.find(part):
+                    if 0 <= start < end <= len(part):
+                        finds.append((low + start, -(low + end), rank, detector.name))
         if not finds:
-            return text, counts
+            return text, _NONE
         finds.sort()
         parts: list[str] = []
+        counts: Counter[str] = Counter()
         done = 0
         for start, negative_end, _, name in finds:
             if start < done:
@@ -430,4 +502,7 @@ class Redactor:
             counts[name] += 1
             done = -negative_end
         parts.append(text[done:])
-        return "".join(parts), counts
+        return "".join(parts), MappingProxyType(dict(counts))
+
+
+_NONE: Mapping[str, int] = MappingProxyType({})

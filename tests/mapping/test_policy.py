@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import pytest
 import rdflib
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from otel_prov import agent_session, doc_rag_session, graph_rag_session
@@ -119,7 +121,9 @@ def test_truncate_keeps_the_first_characters_and_says_from_how_many(spans: list[
     assert values(quads, TG + "thought") == {THOUGHT[:20]}
     assert QUESTION[:10] in values(quads, TG + "query")
     assert values(quads, OP + "truncatedFrom") >= {f"thought {len(THOUGHT)}", f"query {len(QUESTION)}"}
-    assert "fails" in values(quads, TG + "query")  # shorter than the limit: as it was, the rule noted
+    assert "fails" in values(quads, TG + "query")  # within the limit: whole, and nothing said of it
+    cut = {s for s, _, o, _ in quads if o == literal("query truncate:10")}
+    assert len(cut) == 2  # of the four questions, the two longer than 10 characters
     assert "thought truncate:20" in values(quads, OP + "contentPolicy")
     assert values(quads, TG + "observation") == values(mapped(spans), TG + "observation")
 
@@ -223,3 +227,23 @@ def test_the_strict_profile_with_a_policy_stays_valid_prov(spans: list[ReadableS
     quads = mapped(spans, policy("thought=truncate:5,answer=sha256,arguments=omit", redact=True), "strict")
     assert values(quads, OP + "contentPolicy") and values(quads, OP + "redactions")
     assert closure_errors(dataset_from_nquads(nquads(quads)), ontology) == []
+
+
+_REDACTOR = Redactor(list(BUILTIN.values()))
+_PIECES = st.sampled_from([
+    "alice@example.com", "4111 1111 1111 1111", "sk-proj-Zq8xY3vB7nM1kL4pR6tW9aE2sD", "fe80::1", "10.0.0.1",
+    "+44 20 7946 0958", "AKIAIOSFODNN7EXAMPLE", "\n", "\r", "\\", '"', " 2024 ", "é",
+    "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\n-----END PRIVATE KEY-----"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=8), max_size=10))
+def test_the_literal_is_read_as_it_is_written_and_nothing_is_missed(pieces: list[str]) -> None:
+    """The policy looks for the detectors' triggers in the N-Triples literal (escapes and all) before
+    it reads the text: what it writes is always the full redaction of the text."""
+    text = "".join(pieces)
+    quad = ("<urn:n>", f"<{TG}thought>", literal(text), "<g>")
+    out = ContentPolicy(redactor=_REDACTOR).apply([quad])
+    whole, counts = _REDACTOR._redact(text, tuple(range(len(_REDACTOR.detectors))))
+    assert out[0] == (*quad[:2], literal(whole), "<g>") if text else out == [quad]
+    assert len(out) == (2 if counts else 1)
