@@ -17,6 +17,7 @@ import re
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -214,6 +215,20 @@ def _names(value: str) -> tuple[str, ...]:
     return tuple(name.strip().lower() for name in value.split(",") if name.strip())
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w|y)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400,
+                 "y": 365 * 86400}
+
+
+def parse_duration(value: str) -> timedelta:
+    """``90d``, ``12h``, ``30m``, ``2w``, ``1y`` (365 days), ``45s``; a :class:`ValueError` saying so
+    otherwise."""
+    match = _DURATION.match(value or "")
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (for example 90d, 12h, 2w, 1y)")
+    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+
+
 def _path(value: str) -> Path:
     return Path(os.path.expanduser(value.strip()))
 
@@ -296,6 +311,15 @@ SERVE_ALLOWED_HOSTS: Option[tuple[str, ...]] = Option(
     "comma-separated host names HTTP requests may name without a token (IP addresses and `localhost` "
     "always)", "none")
 """Host names (besides localhost and IP addresses) an HTTP request may name without a token."""
+SERVE_PRUNE_OLDER_THAN: Option[timedelta | None] = Option(
+    "OTEL_PROV_SERVE_PRUNE_OLDER_THAN", "--prune-older-than", parse_duration, None,
+    "retention: erase by itself, every `--prune-interval`, the sessions that started longer ago than "
+    "this (`90d`, `12h`, `2w`, `1y`); held ones kept ([store.md](store.md), \"Retention and erasure\")",
+    "off")
+"""Serve's own retention: the sessions older than this are erased by it, on a schedule."""
+SERVE_PRUNE_INTERVAL: Option[timedelta] = Option(
+    "OTEL_PROV_SERVE_PRUNE_INTERVAL", "--prune-interval", parse_duration, timedelta(hours=1),
+    "how often `--prune-older-than` runs (the first time a minute after serve starts)", "`1h`")
 DEFAULT_UI_PORT = 8080
 UI_HOST: Option[str] = Option(
     "OTEL_PROV_UI_HOST", "--host", _text, DEFAULT_HOST,
@@ -475,7 +499,8 @@ OPTIONS: tuple[Option[Any], ...] = (
     STORE, PROFILE, COLLECTION, JAEGER_URL,
     SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT, SERVE_TLS_KEY,
     SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET, SERVE_WORKERS,
-    SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_ALLOWED_HOSTS, MAX_ATTRIBUTE_BYTES,
+    SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_ALLOWED_HOSTS, SERVE_PRUNE_OLDER_THAN, SERVE_PRUNE_INTERVAL,
+    MAX_ATTRIBUTE_BYTES,
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS, EXAMPLE_MODEL,
     STORE_SERVER, STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT, STORE_CLIENT_KEY,
     STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT,
@@ -492,7 +517,7 @@ TABLES: dict[str, tuple[Option[Any], ...]] = {
     "serve": (STORE, PROFILE, SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT,
               SERVE_TLS_KEY, SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
               SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT,
-              SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN),
+              SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_PRUNE_OLDER_THAN, SERVE_PRUNE_INTERVAL),
     "ui": (STORE, UI_HOST, UI_PORT, UI_TOKEN, JAEGER_URL, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS),
     "examples": (EXAMPLE_MODEL,),
 }
@@ -564,6 +589,9 @@ class ServeSettings:
     per CPU (at most :data:`MAX_AUTO_WORKERS`)."""
     policy: ContentPolicy = field(default_factory=ContentPolicy)
     """What of the content reaches the store (:func:`policy`)."""
+    prune_older_than: timedelta | None = None
+    """Serve's own retention (None: off)."""
+    prune_interval: timedelta = timedelta(hours=1)
 
     @property
     def mapping_workers(self) -> int:
@@ -591,7 +619,8 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
                    tls_key: Any = None, max_inflight: Any = None, ack_timeout: Any = None,
                    drain_timeout: Any = None, max_attribute_bytes: Any = None, memory_budget: Any = None,
                    public_without_token: Any = None, allowed_hosts: Any = None,
-                   workers: Any = None, content_policy: Any = None, redact: Any = None) -> ServeSettings:
+                   workers: Any = None, content_policy: Any = None, redact: Any = None,
+                   prune_older_than: Any = None, prune_interval: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -621,6 +650,8 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         allowed_hosts=SERVE_ALLOWED_HOSTS.get(allowed_hosts, via=via),
         workers=SERVE_WORKERS.get(workers, via=via),
         policy=policy(content_policy, redact, via=via),
+        prune_older_than=SERVE_PRUNE_OLDER_THAN.get(prune_older_than, via=via),
+        prune_interval=SERVE_PRUNE_INTERVAL.get(prune_interval, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")

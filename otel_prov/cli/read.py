@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
 from .. import settings
+from ..erasure import session_quads
 from ..errors import ProvError, StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.diff import diff
@@ -31,7 +32,7 @@ from ..render.provdm import PROV_FORMATS
 from ..render.results import render_result
 from ..render.text import EMPTY
 from ..stores import ReadStore, check_store, parse_store, settle
-from ..stores.base import IRI, QuadTerms, Term
+from ..stores.base import QuadTerms
 from .common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -177,17 +178,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _session_quads(store: ReadStore, iris: Iterable[str]) -> list[QuadTerms]:
-    reader, graph = TraceReader(store), Term(IRI, GRAPH_RETRIEVAL)
+    reader = TraceReader(store)
     try:
         questions = list(dict.fromkeys(reader.question_of(iri) for iri in iris))
     except TraceNotFound as exc:
         raise CliError(str(exc)) from exc
-    quads = {(s, p, o, graph) for _, triples in reader.session_triples(questions) for s, p, o in triples}
-    return sorted(quads, key=_quad_order)
-
-
-def _quad_order(quad: QuadTerms) -> tuple[tuple[str, str, str, str], ...]:
-    return tuple((t.kind, t.value, t.datatype or "", t.language or "") for t in quad)
+    return session_quads(reader, questions)
 
 
 EXPORT_SUFFIXES = {f".{rdf_format.file_extension}": name for name, rdf_format in rdf.EXPORT_FORMATS.items()}

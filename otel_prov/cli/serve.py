@@ -88,6 +88,9 @@ _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
      "every field or per field (thought=sha256,observation=truncate:500; docs/privacy.md)", "keep"),
     (settings.REDACT, "replace secrets and personal data by typed markers before storing: on, off, or "
      "detectors' names (email,card,...)", "off"),
+    (settings.SERVE_PRUNE_OLDER_THAN, "retention: erase by itself the sessions that started longer ago "
+     "than this (90d, 12h, 2w, 1y), held ones kept", None),
+    (settings.SERVE_PRUNE_INTERVAL, "how often --prune-older-than runs", "1h"),
 )
 """Every option of ``serve`` with a flag: (option, help, the default shown)."""
 
@@ -103,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             memory_budget=args.memory_budget, public_without_token=args.public_without_token,
             allowed_hosts=args.allowed_hosts, workers=args.workers,
             content_policy=args.content_policy, redact=args.redact,
+            prune_older_than=args.prune_older_than, prune_interval=args.prune_interval,
         )
         stop = threading.Event()
         _on_signals(stop)

@@ -12,6 +12,7 @@ from .grpc_transport import GrpcTransport
 from .http_server import HttpLimits
 from .http_transport import HttpTransport
 from .receiver import Receiver
+from .retention import Pruner
 from .workers import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class Server:
         self.receiver = receiver or open_receiver(settings)
         self.grpc: GrpcTransport | None = None
         self.http: HttpTransport | None = None
+        self.pruner: Pruner | None = None
         self._stopped = False
         try:
             if settings.grpc_port is not None:
@@ -58,6 +60,8 @@ class Server:
             if settings.http_port is not None:
                 self.http = HttpTransport(self.receiver, settings, http_limits)
                 self.receiver.transport_stats["http_connections"] = self.http.stats
+            if settings.prune_older_than is not None:
+                self.pruner = Pruner(settings)
         except BaseException:
             self.stop(0)
             raise
@@ -78,6 +82,8 @@ class Server:
         self._stopped = True
         timeout = self.settings.drain_timeout if drain_timeout is None else drain_timeout
         started = time.monotonic()
+        if self.pruner is not None:
+            self.pruner.stop(min(timeout, 10.0))  # a batch cut short: the rest at the next start
         drained = self.receiver.drain(timeout)
         if self.grpc is not None:
             self.grpc.stop(grace=1.0)

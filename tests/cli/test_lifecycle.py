@@ -15,27 +15,9 @@ from otel_prov.cli.lifecycle import parse_duration
 from otel_prov.stores import parse_store
 from otel_prov.stores.logstore import open_reader
 from tests.support.cli import cli
+from tests.support.erasing import agent, files_holding, token
 from tests.support.graphs import assert_isomorphic
 from tests.support.serving import agent_spans
-
-
-def _agent(question: str, collection: str = "default") -> list[ReadableSpan]:
-    """Real SDK spans of one agent session asking ``question``, in ``collection``."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from otel_prov import agent_session
-
-    memory, provider = InMemorySpanExporter(), TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    with agent_session(question, collection=collection, tracer_provider=provider) as session:
-        with session.iteration() as step:
-            step.thought(f"thinking about {question}")
-        session.conclude(f"the answer to {question}")
-    spans = list(memory.get_finished_spans())
-    provider.shutdown()
-    return spans
 
 
 def _store(path: Path, *groups: list[ReadableSpan]) -> None:
@@ -110,7 +92,7 @@ def test_delete_keeps_what_a_remaining_session_shares_in_the_strict_profile(
     """The strict profile's software agent is one node for every session of an agent: deleting one
     session removed its type and label under the others."""
     store = tmp_path / "store"
-    keep, gone = [_agent(f"keep {k}") for k in range(3)], _agent("gone")
+    keep, gone = [agent(f"keep {k}") for k in range(3)], agent("gone")
     exporter = ProvSpanExporter(store=store, profile="strict")
     for spans in (*keep, gone):
         exporter.export(spans)
@@ -146,7 +128,7 @@ def test_a_held_session_is_refused_by_name_until_released(tmp_path: Path, capsys
 
 def test_a_collection_hold_keeps_every_session_of_it(tmp_path: Path, capsysbinary: Any) -> None:
     store = tmp_path / "store"
-    _store(store, _agent("a", "legal"), _agent("b", "legal"), _agent("c"))
+    _store(store, agent("a", "legal"), agent("b", "legal"), agent("c"))
     rows = _sessions(capsysbinary, store)
     legal = {r["id"] for r in rows if r["collection"] == "legal"}
     assert len(legal) == 2 and len(rows) == 3
@@ -159,8 +141,8 @@ def test_a_collection_hold_keeps_every_session_of_it(tmp_path: Path, capsysbinar
 
 def test_delete_where_text_and_a_dry_run(tmp_path: Path, capsysbinary: Any) -> None:
     store = tmp_path / "store"
-    marked = _agent("where is Atlantis")
-    _store(store, marked, *[_agent(f"how far is city {k}") for k in range(11)])
+    marked = agent("where is Atlantis")
+    _store(store, marked, *[agent(f"how far is city {k}") for k in range(11)])
     target = _question(capsysbinary, store, marked)
     everything = _ids(capsysbinary, store)
     dry = cli(capsysbinary, "delete", "--where-text", "ATLANTIS", "--store", str(store), "--dry-run")
@@ -185,31 +167,21 @@ def test_usage_errors(tmp_path: Path, capsysbinary: Any) -> None:
     assert os.path.isdir(store) and parse_store(str(store)).path == store
 
 
-def _files_holding(store: Path, text: bytes) -> list[str]:
-    """Every file under ``store`` whose bytes hold ``text``."""
-    found = []
-    for root, _, names in os.walk(store):
-        for name in names:
-            with open(os.path.join(root, name), "rb") as fh:
-                if text in fh.read():
-                    found.append(os.path.relpath(os.path.join(root, name), store))
-    return found
-
-
 def test_delete_erases_the_text_from_every_file_of_the_store(tmp_path: Path, capsysbinary: Any) -> None:
     """The erased session's words were still in the index's string table after a delete and a
-    compaction (Oxigraph never collects it): the index is now rebuilt without them."""
+    compaction (Oxigraph never collects it): the index is now rebuilt without them.  The others'
+    words are found after it (tests/support/erasing.py: why tokens)."""
     store = tmp_path / "store"
-    secret = "erase-me-4c1d9e jane.doe@example.org"
-    keep = [_agent(f"keep {k}") for k in range(11)]
-    gone = _agent(secret)
+    secret, kept = token(), [token() for _ in range(11)]
+    keep = [agent(f"keep {word}") for word in kept]
+    gone = agent(f"erase {secret} jane.doe@example.org")
     _store(store, *keep, gone)
     assert cli(capsysbinary, "check", "--rebuild", str(store)).code == 0  # everything folded: the index
-    assert _files_holding(store, secret.encode())  # holds it, on disk
+    assert files_holding(store, secret)  # holds it, on disk
     r = cli(capsysbinary, "delete", _question(capsysbinary, store, gone), "--store", str(store),
             "--reason", "erasure request")
     assert r.code == 0, r.err
     assert "erased from the store's files" in r.err
-    assert _files_holding(store, secret.encode()) == []
-    assert _files_holding(store, b"thinking about keep 7")  # the others' words stay
+    assert files_holding(store, secret) == []
+    assert all(files_holding(store, word) for word in kept)  # the search sees into the files
     assert len(_sessions(capsysbinary, store)) == 11

@@ -18,9 +18,8 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_prov import ProvSpanExporter
 from tests.support.cli import cli
+from tests.support.erasing import agent, files_holding, token
 from tests.support.procs import REPO, Proc, start, start_serve, wait_until
-
-from .test_lifecycle import _agent, _files_holding
 
 WRITER = """
 import os, sys, time
@@ -68,8 +67,9 @@ def _trace(spans: list[Any]) -> str:
 
 def test_delete_while_exporters_in_other_processes_keep_writing(tmp_path: Path, capsysbinary: Any) -> None:
     store = tmp_path / "store"
-    victims = [_agent(f"victim {k} erase-me-91b2") for k in range(5)]
-    others = [_agent(f"bystander {k}") for k in range(12)]
+    secrets_, kept = [token() for _ in range(5)], [token() for _ in range(12)]
+    victims = [agent(f"victim {word}") for word in secrets_]
+    others = [agent(f"bystander {word}") for word in kept]
     exporter = ProvSpanExporter(store=store)
     for spans in [*others, *victims]:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
@@ -100,24 +100,29 @@ def test_delete_while_exporters_in_other_processes_keep_writing(tmp_path: Path, 
     assert not {_trace(v) for v in victims} & set(listed)
     assert len(listed) == 120 + len(others)
     assert cli(capsysbinary, "check", "--rebuild", str(store)).code == 0
-    assert _files_holding(store, b"erase-me-91b2") == []
+    assert not any(files_holding(store, word) for word in secrets_)
+    assert all(files_holding(store, word) for word in kept)  # the search sees into the files
     assert _listed(capsysbinary, store) == listed
 
 
 def test_delete_while_serve_ingests(tmp_path: Path, capsysbinary: Any) -> None:
     store = tmp_path / "store"
-    victims = [_agent(f"victim {k} erase-me-5e77") for k in range(4)]
+    secrets_ = [token() for _ in range(4)]
+    victims = [agent(f"victim {word}") for word in secrets_]
     serve = start_serve(store, tmp_path / "serve.log")
     acked: list[str] = []
+    fed: list[str] = []
     stop = threading.Event()
 
     def feed() -> None:
         client = OTLPSpanExporter(endpoint=f"127.0.0.1:{serve.grpc_port}", insecure=True, timeout=10)
         n = 0
         while not stop.is_set() and n < 300:
-            spans = _agent(f"fed {n}")
+            word = token()
+            spans = agent(f"fed {word}")
             if client.export(spans) is SpanExportResult.SUCCESS:
                 acked.append(_trace(spans))
+                fed.append(word)
             n += 1
         client.shutdown()
 
@@ -143,7 +148,8 @@ def test_delete_while_serve_ingests(tmp_path: Path, capsysbinary: Any) -> None:
     listed = _listed(capsysbinary, store)
     assert set(acked) <= set(listed) and len(acked) >= 20
     assert not {_trace(v) for v in victims} & set(listed)
-    assert _files_holding(store, b"erase-me-5e77")  # serve indexed it: the words are still in the files
+    assert any(files_holding(store, word) for word in secrets_)  # serve indexed: still in the files
     assert cli(capsysbinary, "check", "--rebuild", str(store)).code == 0
-    assert _files_holding(store, b"erase-me-5e77") == []
+    assert not any(files_holding(store, word) for word in secrets_)
+    assert all(files_holding(store, word) for word in fed[:10])  # the search sees into the files
     assert _listed(capsysbinary, store) == listed
