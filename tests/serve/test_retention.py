@@ -10,26 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_prov import ProvSpanExporter
 from tests.support.cli import cli
-from tests.support.erasing import agent
+from tests.support.erasing import aged, agent
 from tests.support.procs import start_serve, wait_until
-
-DAY_NS = 86400 * 10**9
-
-
-def _aged(spans: list[ReadableSpan], days: int) -> list[ReadableSpan]:
-    """The same spans, every time ``days`` earlier."""
-    shift = days * DAY_NS
-    return [ReadableSpan(name=s.name, context=s.context, parent=s.parent, resource=s.resource,
-                         attributes=s.attributes, kind=s.kind, status=s.status, links=s.links,
-                         events=[Event(e.name, e.attributes, e.timestamp - shift) for e in s.events],
-                         start_time=(s.start_time or 0) - shift, end_time=(s.end_time or 0) - shift,
-                         instrumentation_scope=s.instrumentation_scope)
-            for s in spans]
 
 
 def _trace(spans: list[ReadableSpan]) -> str:
@@ -54,9 +41,9 @@ def _erased_by(capsysbinary: Any, store: Path) -> list[str]:
 def test_prune_erases_what_is_older_and_keeps_the_recent_and_the_held(tmp_path: Path,
                                                                        capsysbinary: Any) -> None:
     store = tmp_path / "store"
-    old = [_aged(agent(f"old {k}"), 40) for k in range(11)]
-    held = _aged(agent("old but held"), 400)
-    recent = [_aged(agent(f"recent {k}"), 2) for k in range(3)]
+    old = [aged(agent(f"old {k}"), 40) for k in range(11)]
+    held = aged(agent("old but held"), 400)
+    recent = [aged(agent(f"recent {k}"), 2) for k in range(3)]
     exporter = ProvSpanExporter(store=store)
     for spans in [*old, held, *recent]:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
@@ -70,8 +57,8 @@ def test_prune_erases_what_is_older_and_keeps_the_recent_and_the_held(tmp_path: 
 
 def test_serve_prunes_by_itself(tmp_path: Path, capsysbinary: Any) -> None:
     store = tmp_path / "store"
-    old = [_aged(agent(f"old {k}"), 40) for k in range(12)]
-    held = _aged(agent("old but held"), 90)
+    old = [aged(agent(f"old {k}"), 40) for k in range(12)]
+    held = aged(agent("old but held"), 90)
     exporter = ProvSpanExporter(store=store)
     for spans in [*old, held]:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
@@ -82,7 +69,7 @@ def test_serve_prunes_by_itself(tmp_path: Path, capsysbinary: Any) -> None:
     serve = start_serve(store, tmp_path / "serve.log", "--prune-older-than", "30d", "--prune-interval", "1s")
     try:
         fresh = [agent(f"fresh {k}") for k in range(3)]
-        older_fed = _aged(agent("fed old"), 31)
+        older_fed = aged(agent("fed old"), 31)
         client = OTLPSpanExporter(endpoint=f"127.0.0.1:{serve.grpc_port}", insecure=True, timeout=10)
         for spans in [*fresh, older_fed]:
             assert client.export(spans) is SpanExportResult.SUCCESS

@@ -760,3 +760,90 @@ def test_no_server_needed_to_parse(monkeypatch: pytest.MonkeyPatch) -> None:
             check_url(bad)
 
 
+
+
+# -- holds, erasure and retention on a server ------------------------------------------------------
+
+
+def _listed_traces(capsysbinary: Any, store: str) -> dict[str, str]:
+    """Trace id -> session id of every session listed."""
+    import json
+
+    result = cli(capsysbinary, "list", "--store", store, "--format", "json", "--limit", "1000")
+    assert result.code == 0, result.err
+    return {row["traceId"]: row["id"] for row in json.loads(result.out)}
+
+
+def _trace_of(spans: list[ReadableSpan]) -> str:
+    return f"{spans[0].context.trace_id:032x}"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hold_delete_and_prune_on_a_server(kind: str, servers: dict[str, SparqlServer],
+                                           capsysbinary: Any) -> None:
+    """The same commands as on the embedded store, through DELETE DATA: what stays is exactly the
+    graph of the sessions that stay (every hold and erasure recorded beside it), a held session is
+    refused by name, and prune keeps it and the recent ones."""
+    from tests.support.erasing import aged, agent
+
+    server = servers[kind]
+    server.clear()
+    keep = [agent(f"keep {k}") for k in range(11)]
+    gone, held = agent("to be erased"), aged(agent("old but held"), 400)
+    old = [aged(agent(f"old {k}"), 40) for k in range(3)]
+    for spans in [*keep, gone, held, *old]:
+        export_to(server.url, spans)
+    listed = _listed_traces(capsysbinary, server.url)
+    assert len(listed) == 16
+    assert cli(capsysbinary, "hold", "add", listed[_trace_of(held)], "--store", server.url,
+               "--reason", "litigation").code == 0
+    r = cli(capsysbinary, "delete", _trace_of(gone), "--store", server.url, "--reason", "a person asked")
+    assert r.code == 0 and f"deleted {listed[_trace_of(gone)]} (" in r.err, r.err
+    refused = cli(capsysbinary, "delete", _trace_of(held), "--store", server.url)
+    assert refused.code == 1 and "is held" in refused.err and "litigation" in refused.err, refused.err
+    pruned = cli(capsysbinary, "prune", "--older-than", "30d", "--store", server.url)
+    assert pruned.code == 0 and pruned.err.count("deleted ") == 3 and "1 held session kept" in pruned.err
+    staying = [*keep, held]
+    assert set(_listed_traces(capsysbinary, server.url)) == {_trace_of(s) for s in staying}
+    stored = load_dataset(server.url)
+    explained = rdflib_graph(stored, GRAPH_RETRIEVAL)
+    assert_isomorphic(spans_to_dataset([s for spans in staying for s in spans]), explained)
+    erasures = cli(capsysbinary, "query", "--store", server.url, "--format", "json",
+                   "SELECT ?q ?why WHERE { GRAPH <urn:graph:erasures> { ?q prov:wasInvalidatedBy ?e . "
+                   "?e rdfs:comment ?why } }")
+    import json
+
+    rows = json.loads(erasures.out)["results"]["bindings"]
+    reasons = sorted(row["why"]["value"] for row in rows)
+    assert reasons == ["a person asked"] + ["retention: older than 30d"] * 3, reasons
+
+
+def rdflib_graph(dataset: Any, name: str) -> Any:
+    """Only the graph ``name`` of ``dataset``, as a dataset."""
+    import rdflib
+
+    out = rdflib.Dataset()
+    for s, p, o, g in dataset.quads((None, None, None, None)):
+        if str(getattr(g, "identifier", g)) == name:
+            out.add((s, p, o, rdflib.URIRef(name)))
+    return out
+
+
+def test_serve_prunes_a_server_by_itself(servers: dict[str, SparqlServer], capsysbinary: Any) -> None:
+    from tests.support.erasing import aged, agent
+
+    server = servers["oxigraph"]
+    server.clear()
+    old, fresh = [aged(agent(f"old {k}"), 40) for k in range(12)], [agent(f"fresh {k}") for k in range(2)]
+    for spans in [*old, *fresh]:
+        export_to(server.url, spans)
+    serve = Server(serve_settings(store=server.url, grpc_port=0, http_port="off", prune_older_than="30d",
+                                  prune_interval="1s"))
+    try:
+        deadline = time.monotonic() + 60
+        while question_count(server.url) != len(fresh) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        assert serve.stop()
+    assert set(_listed_traces(capsysbinary, server.url)) == {_trace_of(s) for s in fresh}
+    assert serve.pruner is not None and serve.pruner.erased == 12

@@ -14,7 +14,7 @@ import secrets
 import string
 from pathlib import Path
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 
 
 def token() -> str:
@@ -51,3 +51,17 @@ def files_holding(store: Path, text: str) -> list[str]:
                 if needle in fh.read():
                     found.append(os.path.relpath(os.path.join(root, name), store))
     return found
+
+
+DAY_NS = 86400 * 10**9
+
+
+def aged(spans: list[ReadableSpan], days: int) -> list[ReadableSpan]:
+    """The same spans, every time ``days`` earlier."""
+    shift = days * DAY_NS
+    return [ReadableSpan(name=s.name, context=s.context, parent=s.parent, resource=s.resource,
+                         attributes=s.attributes, kind=s.kind, status=s.status, links=s.links,
+                         events=[Event(e.name, e.attributes, e.timestamp - shift) for e in s.events],
+                         start_time=(s.start_time or 0) - shift, end_time=(s.end_time or 0) - shift,
+                         instrumentation_scope=s.instrumentation_scope)
+            for s in spans]
