@@ -205,3 +205,61 @@ def test_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert (f"\r{rescue}: written 25000 quads." in said) is shown
         assert said.rstrip().endswith(f"imported {rescue}: 25000 quads")
     assert _quads(tmp_path / "store") == 25_000
+
+
+def test_what_a_real_collectors_file_exporter_wrote_is_imported(tmp_path: Path, capsysbinary: Any) -> None:
+    """Spans sent to a real Collector (OTLP/gRPC, in several requests) whose file exporter writes
+    OTLP/JSON lines: imported, the same graph as the spans mapped directly; importing twice changes
+    nothing."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    from tests.support.procs import free_port, port_open, require_binary, start, wait_until
+
+    spans = agent_spans(12) + _genai()
+    out = tmp_path / "collector-traces.jsonl"
+    port = free_port()
+    config = tmp_path / "otelcol-file.yaml"
+    config.write_text(f"""
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{port}
+exporters:
+  file:
+    path: {out}
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [file]
+""")
+    collector = start("collector", [str(require_binary("otelcol-prov")), "--config", str(config)],
+                      tmp_path / "collector.log")
+    try:
+        wait_until(lambda: port_open(port), 60, "the Collector's OTLP receiver", proc=collector)
+        exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True)
+        for start_at in range(0, len(spans), 9):
+            assert exporter.export(spans[start_at:start_at + 9]).name == "SUCCESS"
+        exporter.shutdown()
+
+        def written() -> int:  # the spans of the lines written whole so far
+            text = out.read_text() if out.exists() else ""
+            return sum(len(ss.get("spans", [])) for line in text[:text.rfind("\n") + 1].splitlines()
+                       if line.strip() for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"])
+
+        wait_until(lambda: written() == len(spans), 30, "the file exporter to write every span",
+                   proc=collector)
+    finally:
+        collector.terminate()
+    assert len(out.read_text().splitlines()) > 1  # one request a line
+    store = tmp_path / "store"
+    r = cli(capsysbinary, "import", str(out), "--store", str(store))
+    assert r.code == 0 and f"from {len(spans)} spans" in r.err, r.err
+    assert_isomorphic(spans_to_dataset(spans), load_dataset(str(store)))
+    before = _quads(store)
+    assert cli(capsysbinary, "import", str(out), "--store", str(store)).code == 0
+    assert _quads(store) == before
