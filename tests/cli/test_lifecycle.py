@@ -16,7 +16,7 @@ from otel_prov.stores import parse_store
 from otel_prov.stores.logstore import open_reader
 from tests.support.cli import cli
 from tests.support.erasing import agent, files_holding, token
-from tests.support.graphs import assert_isomorphic
+from tests.support.graphs import assert_isomorphic, only_graph
 from tests.support.serving import agent_spans
 
 
@@ -65,7 +65,7 @@ def test_delete_removes_a_session_whole_keeps_the_others_and_records_the_erasure
     assert r.code == 0, r.err
     assert f"deleted {question} (" in r.err
     assert_isomorphic(spans_to_dataset([s for spans in keep for s in spans]),
-                      _without(load_dataset(str(store)), "urn:graph:retrieval"))
+                      only_graph(load_dataset(str(store)), "urn:graph:retrieval"))
     erasures = _graph(store, "urn:graph:erasures")
     said = {o for _, _, o in erasures}
     assert f"<{question}>" in said and '"a person asked"' in said and '"auditor@example.org"' in said
@@ -74,17 +74,6 @@ def test_delete_removes_a_session_whole_keeps_the_others_and_records_the_erasure
     assert not any("question 0" in o or "thought" in o for _, _, o in erasures)  # no content recorded
     again = cli(capsysbinary, "delete", question, "--store", str(store))
     assert again.code == 1 and "no trace" in again.err  # it is gone
-
-
-def _without(dataset: Any, keep: str) -> Any:
-    """Only the explainability graph (``keep``) of ``dataset``."""
-    import rdflib
-
-    out = rdflib.Dataset()
-    for s, p, o, g in dataset.quads((None, None, None, None)):
-        if str(getattr(g, "identifier", g)) == keep:
-            out.add((s, p, o, rdflib.URIRef(keep)))
-    return out
 
 
 def test_delete_keeps_what_a_remaining_session_shares_in_the_strict_profile(
@@ -99,7 +88,7 @@ def test_delete_keeps_what_a_remaining_session_shares_in_the_strict_profile(
     exporter.shutdown()
     assert cli(capsysbinary, "delete", _question(capsysbinary, store, gone), "--store", str(store)).code == 0
     assert_isomorphic(spans_to_dataset([s for spans in keep for s in spans], profile="strict"),
-                      _without(load_dataset(str(store)), "urn:graph:retrieval"))
+                      only_graph(load_dataset(str(store)), "urn:graph:retrieval"))
 
 
 def test_a_held_session_is_refused_by_name_until_released(tmp_path: Path, capsysbinary: Any) -> None:

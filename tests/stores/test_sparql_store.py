@@ -39,7 +39,7 @@ from otel_prov.settings import STORE, serve_settings
 from otel_prov.stores import open_for_reading, open_for_writing, sparql
 from tests.support.cli import Result, StopAfter, cli
 from tests.support.cli import one_error_line as cli_one_error_line
-from tests.support.graphs import assert_isomorphic
+from tests.support.graphs import assert_isomorphic, only_graph
 from tests.support.procs import clean_env, free_port, serve_command
 from tests.support.sparql_servers import (
     AuthProxy,
@@ -806,7 +806,7 @@ def test_hold_delete_and_prune_on_a_server(kind: str, servers: dict[str, SparqlS
     staying = [*keep, held]
     assert set(_listed_traces(capsysbinary, server.url)) == {_trace_of(s) for s in staying}
     stored = load_dataset(server.url)
-    explained = rdflib_graph(stored, GRAPH_RETRIEVAL)
+    explained = only_graph(stored, GRAPH_RETRIEVAL)
     assert_isomorphic(spans_to_dataset([s for spans in staying for s in spans]), explained)
     erasures = cli(capsysbinary, "query", "--store", server.url, "--format", "json",
                    "SELECT ?q ?why WHERE { GRAPH <urn:graph:erasures> { ?q prov:wasInvalidatedBy ?e . "
@@ -816,17 +816,6 @@ def test_hold_delete_and_prune_on_a_server(kind: str, servers: dict[str, SparqlS
     rows = json.loads(erasures.out)["results"]["bindings"]
     reasons = sorted(row["why"]["value"] for row in rows)
     assert reasons == ["a person asked"] + ["retention: older than 30d"] * 3, reasons
-
-
-def rdflib_graph(dataset: Any, name: str) -> Any:
-    """Only the graph ``name`` of ``dataset``, as a dataset."""
-    import rdflib
-
-    out = rdflib.Dataset()
-    for s, p, o, g in dataset.quads((None, None, None, None)):
-        if str(getattr(g, "identifier", g)) == name:
-            out.add((s, p, o, rdflib.URIRef(name)))
-    return out
 
 
 def test_serve_prunes_a_server_by_itself(servers: dict[str, SparqlServer], capsysbinary: Any) -> None:

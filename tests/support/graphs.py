@@ -33,3 +33,12 @@ def assert_isomorphic(expected: rdflib.Dataset | rdflib.Graph, actual: rdflib.Da
     lines += ["  missing: " + line for line in shown(only_expected)]
     lines += ["  extra:   " + line for line in shown(only_actual)]
     raise AssertionError("\n".join(lines[:200]))
+
+
+def only_graph(dataset: rdflib.Dataset, name: str) -> rdflib.Dataset:
+    """The quads of ``dataset`` in its graph ``name`` only, as a dataset."""
+    out = rdflib.Dataset()
+    for s, p, o, g in dataset.quads((None, None, None, None)):
+        if str(getattr(g, "identifier", g)) == name:
+            out.add((s, p, o, rdflib.URIRef(name)))
+    return out
