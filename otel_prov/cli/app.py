@@ -21,6 +21,7 @@ from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS
 from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
 from ..render import DIFF_FORMATS, EXPORT_FORMATS, FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
+from ..render.lineage import FORMATS as EXPLAIN_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
 from .common import (
@@ -39,6 +40,7 @@ from .read import (
     EXPORT_SUFFIXES,
     cmd_check,
     cmd_diff,
+    cmd_explain,
     cmd_export,
     cmd_list,
     cmd_query,
@@ -178,6 +180,21 @@ def build_parser() -> argparse.ArgumentParser:
     suffixes = ", ".join(f"{suffix} {name}" for suffix, name in DIFF_SUFFIXES.items())
     p.add_argument("--format", **{**_formats(list(DIFF_FORMATS), from_output=True),
                                   "help": f"default: from --output's suffix ({suffixes}), else text"})
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = _add(sub, "explain", cmd_explain, "what an answer (or any step) derives from, as a tree",
+             "The lineage of an answer: every step, tool call and observation, selected edge and chunk,\n"
+             "sub-trace and user input it derives from, as a tree (a node reached again is shown once\n"
+             "more as '(see above)').  A session (its IRI, UUID or trace id) means its answer; any other\n"
+             "node's IRI means that node.  --forward: what the node went on to influence.  Every\n"
+             "relation between two nodes is followed as PROV reads it (docs/audit.md).",
+             epilog=f"example: {PROG} explain 4bf92f3577b34da6a3ce929d0e0e4736")
+    p.add_argument("iri", metavar="IRI|TRACE_ID", help="a session (its answer) or a node of one")
+    _common(p)
+    p.add_argument("--forward", action="store_true", help="what the node went on to influence")
+    p.add_argument("--depth", type=_positive, metavar="N", help="at most N relations deep")
+    p.add_argument("--format", **{**_formats(list(EXPLAIN_FORMATS), from_output=True),
+                                  "help": "text (default), json, dot, svg; or from --output's suffix"})
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "export", cmd_export, "export the graph (or some sessions) as RDF",

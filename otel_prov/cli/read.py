@@ -15,6 +15,7 @@ from ..erasure import session_quads
 from ..errors import ProvError, StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read.diff import diff
+from ..read.lineage import Lineage
 from ..read.model import STATUS_NAMES, TYPES, SessionFilter, Trace, TraceNotFound, check_bound
 from ..read.queries import QueryRefused, check_query, run_query, syntax_message
 from ..read.reader import TraceReader
@@ -28,6 +29,7 @@ from ..render import (
     render_trace,
     write_export,
 )
+from ..render.lineage import render as render_lineage
 from ..render.provdm import PROV_FORMATS
 from ..render.results import render_result
 from ..render.text import EMPTY
@@ -129,6 +131,36 @@ def _say_left_out(line: str | None) -> None:
     """The one line a format says on stderr of what it left out (PROV-N: what is not valid PROV)."""
     if line:
         print(f"{PROG}: {line}", file=sys.stderr)
+
+
+# -- explain ----------------------------------------------------------------------------------------
+
+
+EXPLAIN_SUFFIXES = {".txt": "text", ".json": "json", ".dot": "dot", ".gv": "dot", ".svg": "svg"}
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    fmt = resolve_format(args.format, args.output, EXPLAIN_SUFFIXES, "text")
+    ref = check_iri(args.iri, trace_id=True)
+    with Reading(args) as store:
+        try:
+            trace, triples = TraceReader(store).trace(ref)
+        except TraceNotFound as exc:
+            raise CliError(str(exc)) from exc
+    lineage = Lineage(trace, triples)
+    if ref in lineage.nodes and ref != trace.id:
+        start: str | None = ref
+    else:  # a session: backward from its answer, forward from its Question
+        start = trace.id if args.forward else lineage.answer_of(trace.id)
+    if start is None:
+        start = trace.id
+        print(f"{PROG}: {trace.id} has no answer recorded (unfinished or failed): its Question is "
+              "explained; give a step's IRI to explain that step", file=sys.stderr)
+    root = lineage.tree(start, forward=args.forward, depth=args.depth)
+    what = "what it went on to influence" if args.forward else "what it derives from"
+    heading = f"{root.kind} {start} of session {trace.id}: {what}"
+    write(render_lineage(fmt, lineage, root, forward=args.forward, heading=heading), args.output)
+    return 0
 
 
 # -- diff -------------------------------------------------------------------------------------------
