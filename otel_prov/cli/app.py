@@ -19,11 +19,13 @@ from typing import Any
 from .. import settings
 from ..errors import ConfigError, ProvError
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS
+from ..read.audit import CODES, FAIL_ON
 from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
 from ..render import DIFF_FORMATS, EXPORT_FORMATS, FORMAT_ALIASES, LIST_FORMATS, TRACE_FORMATS
 from ..render.lineage import FORMATS as EXPLAIN_FORMATS
 from ..render.results import RESULT_FORMATS
 from . import serve, ui
+from .audit import cmd_audit
 from .common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -195,6 +197,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=_positive, metavar="N", help="at most N relations deep")
     p.add_argument("--format", **{**_formats(list(EXPLAIN_FORMATS), from_output=True),
                                   "help": "text (default), json, dot, svg; or from --output's suffix"})
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = _add(sub, "audit", cmd_audit, "how complete the record is, per session and for the whole",
+             "A completeness report: for each session (those named, or as 'list' filters them) what the\n"
+             "graph says is missing, cut or wrong in it -- unfinished, failed, no-result (a tool call\n"
+             "without its observation), clock-skew, not-captured, redacted -- and for the whole: the\n"
+             "sessions by status, the oldest and newest, the share with no finding.\n"
+             "Exit status 0 when no session has a finding of --fail-on, 1 otherwise (2: a bad flag).",
+             epilog=f"example: {PROG} audit --since 2026-11-01 --format json --fail-on failed,unfinished")
+    p.add_argument("sessions", nargs="*", metavar="SESSION", help="sessions to audit (default: every one)")
+    _common(p, collection=True)
+    _time_range(p)
+    p.add_argument("--fail-on", metavar="CODES",
+                   help=f"comma-separated findings that make the exit status 1 (default {','.join(FAIL_ON)}; "
+                        f"all: {','.join(CODES)}; none)")
+    p.add_argument("--format", **{**_formats(["text", "json"], from_output=True),
+                                  "help": "text (default) or json; or from --output's suffix"})
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
 
     p = _add(sub, "export", cmd_export, "export the graph (or some sessions) as RDF",

@@ -634,8 +634,8 @@ def test_demo_in_memory_and_strict(capsysbinary: Any) -> None:
     assert r.out.count("Collection: demo") == 3
 
 
-SUBCOMMANDS = ["list", "show", "diff", "explain", "export", "query", "check", "import", "hold", "delete",
-               "prune", "seal", "verify", "demo"]
+SUBCOMMANDS = ["list", "show", "diff", "explain", "audit", "export", "query", "check", "import", "hold",
+               "delete", "prune", "seal", "verify", "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
