@@ -239,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sparql", nargs="?", help="the query text")
     _common(p)
     p.add_argument("--file", "-f", metavar="FILE", help="read the query from FILE ('-': stdin)")
+    p.add_argument("--pack", metavar="NAME", help="run a canned query: PACK/QUERY ('--pack list': every one, "
+                   "and what it asks; docs/audit.md)")
     p.add_argument("--format", choices=RESULT_FORMATS, default=None,
                    help="default: from --output's suffix (.json, .csv), else table (a CONSTRUCT gives "
                         "Turtle; JSON-LD with json; subject,predicate,object rows with csv)")

@@ -14,6 +14,7 @@ from .. import settings
 from ..erasure import session_quads
 from ..errors import ProvError, StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
+from ..read import packs
 from ..read.diff import diff
 from ..read.lineage import Lineage
 from ..read.model import STATUS_NAMES, TYPES, SessionFilter, Trace, TraceNotFound, check_bound
@@ -267,6 +268,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _read_query(args: argparse.Namespace) -> str:
+    if getattr(args, "pack", None) is not None:
+        if args.file is not None or args.sparql is not None:
+            raise UsageError("give a query, --file or --pack, one of the three")
+        try:
+            return packs.find(args.pack).text
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0])) from None
     if args.file is not None:
         if args.sparql is not None:
             raise UsageError("give the query as an argument or with --file, not both")
@@ -292,6 +300,10 @@ QUERY_SUFFIXES = {".json": "json", ".csv": "csv"}
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    if getattr(args, "pack", None) == "list":
+        for query in packs.queries():
+            print(f"{query.name}\n  {query.title}: {query.asks}\n  from: {query.source}")
+        return 0
     fmt = resolve_format(args.format, args.output, QUERY_SUFFIXES, "table")
     text = _read_query(args)
     try:
