@@ -42,6 +42,7 @@ from ..errors import StoreError, StoreNotFound
 from ..model.vocab import PREFIXES
 from ..read.diff import EQUAL, TraceDiff, diff
 from ..read.graph import step_summary, step_title
+from ..read.lineage import Lineage
 from ..read.model import (
     SORTS,
     STATUS_NAMES,
@@ -56,6 +57,7 @@ from ..read.queries import QueryRefused, check_query, syntax_message
 from ..read.reader import DASHBOARD_SESSIONS, Dashboard, TraceReader, dashboard
 from ..render import FORMAT_ALIASES, TRACE_FORMATS, Shown, render_trace
 from ..render.data import diff_dict, session_dicts, sessions_csv, trace_dict
+from ..render.lineage import to_text as lineage_text
 from ..render.links import jaeger_link
 from ..render.results import render_result
 from ..render.text import (
@@ -349,7 +351,11 @@ class View:
         nodes = len(shown.graph.nodes)
         picture = Markup(render_trace("svg", shown)) if nodes <= PICTURE_MAX_NODES else None  # noqa: S704 - our SVG escapes every text
         downloads = [(f, f"{session_url(trace.id)}?format={f}", TRACE_FORMATS[f].suffix) for f in DOWNLOADS]
+        lineage = Lineage(trace, shown.triples)
+        answer = lineage.answer_of(trace.id)
+        why = lineage_text(lineage.tree(answer), "") if answer is not None else None
         return self.page(request, "session.html", trace=trace, steps=steps, paging=paging, picture=picture,
+                         why=why.lstrip("\n") if why else None,
                          nodes=nodes, jaeger=jaeger_link(self.config.jaeger_url, trace.trace_id),
                          downloads=downloads, is_step=_is_analysis, bars=timeline(trace))
 

@@ -197,6 +197,24 @@ def test_session_page_shows_question_steps_answer_subtrace_picture(view: str, re
         assert f"?format={fmt}" in page
 
 
+def test_session_page_says_why_the_answer_as_explain_does(view: str, recorded: Recorded,
+                                                          capsysbinary: Any) -> None:
+    """The lineage of the answer, on the page as ``otel-prov explain`` prints it (escaped), every
+    step and the sub-trace's answer in it; a session without an answer has none."""
+    from tests.support.cli import cli
+
+    agent = recorded.agent
+    page = get(view + session_url(agent.explain_id)).text
+    why = re.search(r'<pre class="lineage">(.*?)</pre>', page, re.S)
+    assert why is not None and '<details class="lineage" id="why">' in page
+    printed = cli(capsysbinary, "explain", agent.explain_id, "--store", str(recorded.path))
+    assert printed.code == 0
+    assert html.unescape(why.group(1)) == printed.out.split("\n", 2)[2]  # without its heading
+    for n in range(1, 7):
+        assert f"Analysis {n}  " in why.group(1)
+    assert "ran: Synthesis" in why.group(1)
+
+
 def test_downloads_parse(view: str, recorded: Recorded) -> None:
     iri = recorded.docs.explain_id
     base = view + session_url(iri)
