@@ -65,9 +65,13 @@ class LineageNode:
     """Not expanded: the depth limit."""
 
     def walk(self) -> Iterable[LineageNode]:
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        """This node and every node below it, depth first, in order (no recursion: a lineage can
+        be thousands of nodes deep)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
 
 
 class Lineage:
@@ -153,22 +157,22 @@ class Lineage:
         """The lineage of ``start`` (a node of the trace), backward or ``forward``, at most
         ``depth`` relations deep."""
         seen: set[str] = set()
-
-        def grow(iri: str, via: str | None, level: int) -> LineageNode:
-            node = LineageNode(iri, self.kind(iri), via, self.values(iri))
-            if iri in seen:
+        root = LineageNode(start, self.kind(start), None, self.values(start))
+        stack: list[tuple[LineageNode, int]] = [(root, 0)]
+        while stack:  # depth first, in order, without recursion (a chain can be thousands deep)
+            node, level = stack.pop()
+            if node.iri in seen:
                 node.repeat = True
-                return node
-            edges = list(self.ahead.get(iri, []) if forward else self.back.get(iri, []))
+                continue
+            edges = list(self.ahead.get(node.iri, []) if forward else self.back.get(node.iri, []))
             if not forward:
-                edges += [(RAN, answer) for q in self.sub_traces(iri)
+                edges += [(RAN, answer) for q in self.sub_traces(node.iri)
                           for answer in [self.answer_of(q) or q]]
             if depth is not None and level >= depth:
                 node.cut = bool(edges)  # not seen: reached again higher up, it is expanded there
-                return node
-            seen.add(iri)
-            for relation, target in edges:
-                node.children.append(grow(target, relation, level + 1))
-            return node
-
-        return grow(start, None, 0)
+                continue
+            seen.add(node.iri)
+            node.children = [LineageNode(target, self.kind(target), relation, self.values(target))
+                             for relation, target in edges]
+            stack.extend((child, level + 1) for child in reversed(node.children))
+        return root

@@ -114,6 +114,10 @@ _HEADERS = {
 }
 
 
+LINEAGE_DEPTH = 40
+"""Relations deep the session page's "Why this answer" goes (``otel-prov explain`` goes all the way)."""
+
+
 def session_url(iri: str) -> str:
     """The page of a session (any IRI: percent signs, ``#`` and ``?`` are escaped)."""
     return "/sessions/" + quote(iri, safe=":/")
@@ -353,9 +357,11 @@ class View:
         downloads = [(f, f"{session_url(trace.id)}?format={f}", TRACE_FORMATS[f].suffix) for f in DOWNLOADS]
         lineage = Lineage(trace, shown.triples)
         answer = lineage.answer_of(trace.id)
-        why = lineage_text(lineage.tree(answer), "") if answer is not None else None
+        tree = lineage.tree(answer, depth=LINEAGE_DEPTH) if answer is not None else None
+        why = lineage_text(tree, "") if tree is not None else None
+        deeper = tree is not None and any(node.cut for node in tree.walk())
         return self.page(request, "session.html", trace=trace, steps=steps, paging=paging, picture=picture,
-                         why=why.lstrip("\n") if why else None,
+                         why=why.lstrip("\n") if why else None, deeper=deeper, lineage_depth=LINEAGE_DEPTH,
                          nodes=nodes, jaeger=jaeger_link(self.config.jaeger_url, trace.trace_id),
                          downloads=downloads, is_step=_is_analysis, bars=timeline(trace))
 

@@ -69,10 +69,10 @@ def _explain(capsysbinary: Any, store: str, *args: str) -> dict[str, Any]:
 
 
 def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
-    out = [tree]
-    for child in tree.get("children", []):
-        out += _nodes(child)
-    return out
+    """The nodes of ``explain --format json``'s tree (a flat list, each naming its parent)."""
+    nodes: list[dict[str, Any]] = tree["nodes"]
+    assert nodes[0]["parent"] is None and all(0 <= n["parent"] < k for k, n in enumerate(nodes) if k)
+    return nodes
 
 
 def _values(tree: dict[str, Any], name: str) -> set[str]:
@@ -88,9 +88,10 @@ def test_an_agents_answer_derives_from_every_step_the_question_and_the_sub_trace
         store: str, capsysbinary: Any) -> None:
     agent = _traces(store)["Agent"]
     data = _explain(capsysbinary, store, agent.trace_id or agent.id)
-    tree = data["tree"]
+    tree = data
     answer = agent.steps[-1]
-    assert data["session"] == agent.id and data["start"] == answer.iri and tree["iri"] == answer.iri
+    assert data["session"] == agent.id and data["start"] == answer.iri
+    assert _nodes(tree)[0]["iri"] == answer.iri
     reached = {n["iri"] for n in _nodes(tree)}
     assert {s.iri for s in _steps(agent)} | {agent.id} <= reached
     assert _values(tree, "answer") == set(answer.values["answer"])
@@ -107,7 +108,7 @@ def test_an_agents_answer_derives_from_every_step_the_question_and_the_sub_trace
 def test_a_graphrag_answer_derives_from_its_selected_edges_as_the_store_says(store: str,
                                                                            capsysbinary: Any) -> None:
     rag = _traces(store)["GraphRAG"]
-    tree = _explain(capsysbinary, store, rag.id)["tree"]
+    tree = _explain(capsysbinary, store, rag.id)
     edges = [edge for step in rag.steps for edge in step.edges]  # the read model's
     assert len(edges) >= 3
     nodes = {n["iri"]: n for n in _nodes(tree)}
@@ -121,8 +122,8 @@ def test_a_graphrag_answer_derives_from_its_selected_edges_as_the_store_says(sto
 
 def test_forward_from_the_question_reaches_the_answer(store: str, capsysbinary: Any) -> None:
     doc = _traces(store)["DocRAG"]
-    tree = _explain(capsysbinary, store, doc.id, "--forward")["tree"]
-    assert tree["iri"] == doc.id and "values" in tree
+    tree = _explain(capsysbinary, store, doc.id, "--forward")
+    assert _nodes(tree)[0]["iri"] == doc.id and "values" in _nodes(tree)[0]
     assert doc.steps[-1].iri in {n["iri"] for n in _nodes(tree)}
     text = cli(capsysbinary, "explain", doc.id, "--forward", "--store", store)
     assert text.code == 0 and "what it went on to influence" in text.out and " it: " in text.out
@@ -137,16 +138,15 @@ def test_a_session_without_an_answer_explains_its_question_and_says_so(store: st
 
 def test_depth_text_and_pictures(store: str, capsysbinary: Any, tmp_path: Path) -> None:
     agent = _traces(store)["Agent"]
-    shallow = _explain(capsysbinary, store, agent.id, "--depth", "1")["tree"]
-    assert all(child.get("deeper") or not child.get("children") for child in shallow["children"])
-    assert all("children" not in child for child in shallow["children"])
+    shallow = _nodes(_explain(capsysbinary, store, agent.id, "--depth", "1"))
+    assert all(n["parent"] == 0 for n in shallow[1:]) and any(n.get("deeper") for n in shallow[1:])
     text = cli(capsysbinary, "explain", agent.id, "--store", store)
     assert text.code == 0
     for step in agent.steps:
         assert step.iri in text.out
     for thought in (t for s in agent.steps for t in s.values.get("thought", [])):
         assert thought[:60] in text.out
-    full = _explain(capsysbinary, store, agent.id)["tree"]
+    full = _explain(capsysbinary, store, agent.id)
     svg = tmp_path / "lineage.svg"
     assert cli(capsysbinary, "explain", agent.id, "--store", store, "--output", str(svg)).code == 0
     ET.parse(svg)  # well-formed
