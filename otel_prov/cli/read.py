@@ -36,6 +36,7 @@ from ..render.results import render_result
 from ..render.text import EMPTY
 from ..stores import ReadStore, check_store, parse_store, settle
 from ..stores.base import QuadTerms
+from ..stores.sessions import mark_stale
 from .common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -371,6 +372,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise CliError(f"{spec}: not rebuilt, the store has problems ('{PROG} check' says which)")
         if not settle(spec, timeout=0, compact=True):
             raise CliError(f"{spec}: another process indexes this store (serve?); stop it, then rebuild")
+        if spec.path is not None:
+            mark_stale(spec.path)  # its rows are computed again by the next listing
         lines.append("rebuilt: the log folded, the index rebuilt from what it holds")
         health = check_store(spec)
     lines.append(f"index: {health.index}")

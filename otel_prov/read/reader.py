@@ -13,6 +13,8 @@ from ..model.iris import QUESTION_PREFIXES
 from ..model.terms import literal
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..stores.base import ReadStore, Triple
+from ..stores.sessions import Label, SessionIndex
+from . import sessions as S
 from .build import SUBTYPES, TraceTriple, build_trace
 from .model import (
     AGENT,
@@ -75,6 +77,7 @@ class TraceReader:
 
     def __init__(self, store: ReadStore) -> None:
         self.store = store
+        self._session_index: SessionIndex | None = None
 
     def select(self, sparql: str) -> list[dict[str, str]]:
         """A SELECT query as rows of variable -> text (unbound: absent)."""
@@ -88,6 +91,10 @@ class TraceReader:
         store (the query touches every Question, not every quad); whether each listed session ended,
         failed or ran an agent is then read from its own steps only (a step counts for the nearest
         Question above it, so a sub-trace's steps are its own)."""
+        index = self.session_index()
+        if index is not None:
+            found = index.select(S.query_of(kind, collection, where), limit, offset)
+            return [S.as_session_row(row) for row in found]
         status = where.status if where is not None else None
         sort = where.sort if where is not None else "time"
         in_python = status is not None or sort != "time"  # known once each session's steps are read
@@ -95,19 +102,8 @@ class TraceReader:
         if offset and not in_python:
             page += f" OFFSET {int(offset)}"
         rows = self.listed(kind=kind, collection=collection, where=where, page=page)
-        marks = self._marks([row["q"] for row in rows])
-        sessions = []
-        for row in rows:
-            q = row["q"]
-            summary = marks.get(q, _Summary())
-            found = summary.marks
-            type_ = (type_from_iri(q) or SUBTYPES.get(row.get("sub", ""))
-                     or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
-            status_ = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
-            steps = summary.analyses if type_ == AGENT else summary.retrievals
-            sessions.append(SessionRow(q, type_, row.get("query", ""), row.get("time", ""),
-                                       row.get("trace"), row.get("coll"), status_, steps,
-                                       summary.duration_ms))
+        marks = self.marks([row["q"] for row in rows])
+        sessions = [self.session_row(row, marks) for row in rows]
         if in_python:  # kept, sorted (stably: newest first among equals), then paged, here
             if status is not None:
                 sessions = [s for s in sessions if s.status == status]
@@ -115,6 +111,35 @@ class TraceReader:
                 sessions.sort(key=_SORT_KEYS[sort])
             sessions = sessions[offset:] if limit is None else sessions[offset:offset + limit]
         return sessions
+
+    def session_row(self, row: dict[str, str], marks: dict[str, _Summary]) -> SessionRow:
+        """A listed Question's row (:meth:`listed`) with what its own steps show (:meth:`marks`)."""
+        q = row["q"]
+        summary = marks.get(q, _Summary())
+        found = summary.marks
+        type_ = (self.declared_type(row)
+                 or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
+        status = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
+        steps = summary.analyses if type_ == AGENT else summary.retrievals
+        return SessionRow(q, type_, row.get("query", ""), row.get("time", ""), row.get("trace"),
+                          row.get("coll"), status, steps, summary.duration_ms)
+
+    @staticmethod
+    def declared_type(row: dict[str, str]) -> str | None:
+        """A listed Question's type as its IRI pattern or its subtype says (None: neither does)."""
+        return type_from_iri(row["q"]) or SUBTYPES.get(row.get("sub", ""))
+
+    def session_index(self) -> SessionIndex | None:
+        """The store's session index brought up to date with this snapshot (:mod:`.sessions`), when
+        the store has one (an on-disk store); read once per reader."""
+        label = getattr(self.store, "sessions", None)
+        if not isinstance(label, Label):
+            return None
+        if self._session_index is None:
+            self._session_index = S.up_to_date(self, label)
+            if self._session_index is None:
+                self.store.sessions = None  # type: ignore[attr-defined]  # said once: the graph answers
+        return self._session_index
 
     def listed(self, *, kind: str | None = None, collection: str | None = None,
                where: SessionFilter | None = None, ids: Sequence[str] | None = None,
@@ -134,6 +159,9 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
     def count_sessions(self, *, kind: str | None = None, collection: str | None = None,
                        where: SessionFilter | None = None) -> int:
         """How many top-level sessions :meth:`sessions` would list without a limit."""
+        index = self.session_index()
+        if index is not None:
+            return index.count(S.query_of(kind, collection, where))
         if where is not None and where.status is not None:
             return len(self.sessions(kind=kind, collection=collection, where=where))
         rows = self.select(f"""
@@ -146,6 +174,9 @@ SELECT (COUNT(DISTINCT ?q) AS ?n) WHERE {{
     def stamp(self) -> str:
         """A short text that changes whenever a session starts, ends or records an error (what a
         live view polls; cheaper than counting the graph's quads)."""
+        index = self.session_index()
+        if index is not None:
+            return index.stamp()
         row = self.select(f"""
 SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?errors) WHERE {{
   GRAPH <{GRAPH_RETRIEVAL}> {{
@@ -155,10 +186,13 @@ SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?error
 
     def collections(self) -> list[str]:
         """The collections sessions were recorded in, sorted."""
+        index = self.session_index()
+        if index is not None:
+            return index.collections()
         return sorted(row["c"] for row in self.select(
             f"SELECT DISTINCT ?c WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q otelprov:collection ?c }} }}"))
 
-    def _marks(self, questions: list[str]) -> dict[str, _Summary]:
+    def marks(self, questions: list[str], *, scoped: bool | None = None) -> dict[str, _Summary]:
         """Question -> what its own steps show: marks ``end`` (a Conclusion or Synthesis), ``error``
         (an error status, the Question's included), ``analysis``, ``chunks``; how many Analysis and
         retrieval steps; its earliest start and latest end (people's approvals not counted: as
@@ -168,7 +202,7 @@ SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?error
             return {}
         chain = "(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)*"
         scope = ""
-        if len(questions) <= MARKS_PER_QUESTION_UP_TO:
+        if scoped or (scoped is None and len(questions) <= MARKS_PER_QUESTION_UP_TO):
             scope = "VALUES ?root { " + " ".join(f"<{q}>" for q in questions) + " } ?n " + chain + " ?root ."
         up: dict[str, list[str]] = defaultdict(list)
         for row in self.select(f"""

@@ -39,6 +39,7 @@ import pyoxigraph
 from ..model.quads import Quad, delete_data
 from . import segments as seg
 from .oxigraph import MAX_SIDE_BY_SIDE, OxigraphStore, bulk_load
+from .sessions import note_touched
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ class Indexer:
         self.side_by_side = side_by_side
         """Load large additions in parts on every CPU at once (when nothing else runs here: the
         background folder, a closing writer)."""
+        self.path = path
         self.directory = seg.segments_dir(path)
         self._place = _identity(self.directory)
         self.moved = False
@@ -189,6 +191,9 @@ class Indexer:
     def _fold(self, plan: list[_Planned], folded: dict[str, int]) -> int:
         """Apply ``plan``, move the checkpoint past it, delete the segments it finished."""
         self._apply(plan)
+        # the sessions this round touched, noted before the checkpoint moves past it (a crash in
+        # between replays the round, and notes them again)
+        note_touched(self.path, (r.payload for item in plan for r in item.records))
         names = set(seg.list_segments(self.directory))
         checkpoint = {name: off for name, off in folded.items() if name in names}
         for item in plan:

@@ -30,6 +30,7 @@ from it.  Any number of processes write and read one store at the same time.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 import logging
 import os
@@ -46,7 +47,7 @@ import rdflib
 
 from ..errors import StoreError, StoreNotFound
 from ..model.quads import Quad, nquads
-from . import folder, rebuild
+from . import folder, rebuild, sessions
 from . import segments as seg
 from .base import StoreSpec
 from .indexer import (
@@ -562,7 +563,11 @@ def _folded_snapshot(path: Path, targets: dict[str, int]) -> OxigraphStore | Non
         present = set(seg.list_segments(directory))
         if any(folded.get(name, 0) < size for name, size in targets.items() if name in present):
             return None
-        return _snapshot(path)
+        label = sessions.label(path)  # no round runs: the snapshot is exactly what it labels
+        snapshot = _snapshot(path)
+        if snapshot is not None:
+            snapshot.sessions = label
+        return snapshot
 
 
 READ_TRIES = 5
@@ -584,6 +589,7 @@ def _read(path: Path) -> OxigraphStore:
     directory = seg.segments_dir(path)
     _check_index(path, directory)  # an index that lost its CURRENT: said, never read as if it were empty
     for _ in range(READ_TRIES):
+        label = sessions.label(path)  # before the snapshot: it holds at least what this labels
         folded = seg.load_checkpoint(directory)
         names = seg.list_segments(directory)
         index = _snapshot(path) if (path / "CURRENT").exists() else None
@@ -593,7 +599,9 @@ def _read(path: Path) -> OxigraphStore:
                 continue
             if not any(read[0]):
                 kept, index = index, None  # handed to the caller, who closes it
-                return kept if kept is not None else OxigraphStore(None)
+                kept = kept if kept is not None else OxigraphStore(None)
+                kept.sessions = label
+                return kept
             memory = index.copy() if index is not None else OxigraphStore(None)
             break
         except Compacted:
@@ -605,6 +613,9 @@ def _read(path: Path) -> OxigraphStore:
         raise StoreError(f"the log at {directory} kept changing while it was read; try again")
     sequences, left = read
     apply_records(memory.inner, sequences)
+    if label is not None:  # the sessions of what was replayed are computed again from this copy
+        memory.sessions = dataclasses.replace(label, unfolded=frozenset(
+            sessions.keys_of(r.payload for records in sequences for r in records)))
     logger.debug("otel-prov: read %s with %d records of its log not folded yet", path,
                  sum(len(s) for s in sequences))
     if left:

@@ -38,8 +38,9 @@ from ..errors import StoreError
 MARK = ".otel-prov-rebuild"
 NEW = ".otel-prov-rebuilt"
 OLD = ".otel-prov-retired"
-KEPT = frozenset({MARK, f"{MARK}.tmp", NEW, OLD, "segments"})
-"""What is in a store's directory and is not its index's (``segments``: the log)."""
+KEPT = frozenset({MARK, f"{MARK}.tmp", NEW, OLD, "segments", "sessions"})
+"""What is in a store's directory and is not its index's (``segments``: the log; ``sessions``: the
+session index, :mod:`.sessions`)."""
 WAIT = 10.0
 """Seconds a reader waits for a swap in progress to end (it is a few renames: milliseconds)."""
 

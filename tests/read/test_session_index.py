@@ -1,0 +1,177 @@
+"""The session index of an on-disk store (otel_prov/stores/sessions.py, read/sessions.py): a listing
+read from it equals the listing computed from the graph, for every filter, sort and page, and stays
+equal as sessions are added, sub-traces attached, sessions erased, and the index lost or rebuilt."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otel_prov import ProvSpanExporter, agent_session
+from otel_prov.read.model import COMPLETE, FAILED, UNFINISHED, SessionFilter, SessionRow
+from otel_prov.read.reader import TraceReader
+from otel_prov.stores import open_for_reading, parse_store
+from otel_prov.stores.sessions import index_file
+from tests.support.cli import fill
+from tests.support.erasing import files_holding, token
+from tests.support.runs import record_runs
+
+
+def both(path: Path, **kw: object) -> tuple[list[SessionRow], list[SessionRow], int, int]:
+    """The listing and count from the index, and from the graph (the same snapshot)."""
+    store = open_for_reading(parse_store(str(path)))
+    try:
+        assert store.sessions is not None  # type: ignore[attr-defined]
+        indexed = TraceReader(store)
+        listed = indexed.sessions(**kw)  # type: ignore[arg-type]
+        count = indexed.count_sessions(**{k: v for k, v in kw.items()  # type: ignore[arg-type]
+                                          if k in ("kind", "collection", "where")})
+        assert indexed.session_index() is not None
+        label = store.sessions  # type: ignore[attr-defined]
+        store.sessions = None  # type: ignore[attr-defined]
+        graph = TraceReader(store)
+        expected = graph.sessions(**kw)  # type: ignore[arg-type]
+        expected_count = graph.count_sessions(**{k: v for k, v in kw.items()  # type: ignore[arg-type]
+                                                 if k in ("kind", "collection", "where")})
+        store.sessions = label  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    return listed, expected, count, expected_count
+
+
+def same(path: Path, **kw: object) -> list[SessionRow]:
+    listed, expected, count, expected_count = both(path, **kw)
+    assert [r.as_json() for r in listed] == [r.as_json() for r in expected], kw
+    assert count == expected_count, kw
+    return listed
+
+
+def rows_in_index(path: Path) -> int:
+    db = sqlite3.connect(index_file(path))
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module", params=["seed", "strict"])
+def filled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp(f"index-{request.param}") / "store"
+    fill(path, request.param)
+    record_runs(path)
+    yield path
+
+
+def test_every_filter_sort_and_page_lists_what_the_graph_lists(filled: Path) -> None:
+    everything = same(filled)
+    assert len(everything) >= 10 and rows_in_index(filled) == len(everything)
+    assert {r.status for r in everything} == {COMPLETE, FAILED, UNFINISHED}
+    for kind in sorted({r.type for r in everything}):
+        assert same(filled, kind=kind)
+    for collection in sorted({r.collection for r in everything if r.collection}):
+        assert same(filled, collection=collection)
+    same(filled, collection="no such collection")
+    for status in (COMPLETE, FAILED, UNFINISHED):
+        assert same(filled, where=SessionFilter(status=status))
+    for sort in ("time", "duration", "steps", "status"):
+        assert len(same(filled, where=SessionFilter(sort=sort))) == len(everything)
+        for offset in (0, 3, 9):
+            assert same(filled, where=SessionFilter(sort=sort), limit=4, offset=offset)
+    found = {text: len(same(filled, where=SessionFilter(text=text)))
+             for text in ("berlin", "PARIS", "population", "eiffel", "zzz-no-such-text", "search")}
+    assert found["berlin"] and found["PARIS"] and not found["zzz-no-such-text"]
+    store = open_for_reading(parse_store(str(filled)))
+    try:
+        names = {field: sorted({row["o"] for row in TraceReader(store).select(
+            f"SELECT DISTINCT ?o WHERE {{ GRAPH ?g {{ ?s {predicate} ?o }} }}")})
+            for field, predicate in (("tool", "tg:action"), ("model", "tg:llmModel"),
+                                     ("agent", "otelprov:agentName"), ("service", "otelprov:serviceName"))}
+    finally:
+        store.close()
+    for field, values in names.items():
+        assert values, field  # the data has some of each
+        hits = [len(same(filled, where=SessionFilter(**{field: value})))  # type: ignore[arg-type]
+                for value in [*values, "no-such-name"]]
+        assert all(hits[:-1]) and hits[-1] == 0, (field, values, hits)
+    times = sorted(r.time for r in everything if r.time)
+    for since, until in ((times[0], None), (None, times[-1]), (times[3], times[-3]), (times[-1][:10], None)):
+        same(filled, where=SessionFilter(since=since, until=until))
+    same(filled, kind=everything[0].type, collection=everything[0].collection,
+         where=SessionFilter(status=everything[0].status, sort="duration"), limit=2)
+
+
+def _agent_run(path: Path, question: str, answer: str | None = "done") -> str:
+    exporter = ProvSpanExporter(store=str(path))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        with agent_session(question, tracer_provider=provider) as session:
+            with session.iteration() as step:
+                step.thought(f"thinking about {question}")
+                step.action("search", {"q": question})
+                step.observation("found it")
+            if answer is not None:
+                session.conclude(answer)
+    finally:
+        provider.shutdown()
+    return str(session.explain_id)
+
+
+def test_new_sessions_erasure_and_a_lost_index_keep_the_listing_exact(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    fill(path)
+    before = same(path)
+    # added after the index was built: listed from the rows the fold noted, not a full build
+    secret = token()
+    added = [_agent_run(path, f"question {n} {secret if n == 7 else ''}") for n in range(12)]
+    listed = same(path)
+    assert len(listed) == len(before) + 12 and set(added) <= {r.id for r in listed}
+    assert [r.id for r in same(path, where=SessionFilter(text=secret))] == [added[7]]
+    assert files_holding(path / "sessions", secret)  # the row holds the text the filter searches
+    # erased: its row goes, and its text leaves the index's files
+    from otel_prov.cli.app import main
+
+    assert main(["delete", added[7], "--store", str(path)]) == 0
+    listed = same(path)
+    assert added[7] not in {r.id for r in listed} and len(listed) == len(before) + 11
+    assert files_holding(path / "sessions", secret) == []
+    # lost: built again from the graph by the next listing
+    for name in list(index_file(path).parent.iterdir()):
+        name.unlink()
+    assert [r.id for r in same(path)] == [r.id for r in listed]
+    # marked stale (check --rebuild): built again, equal
+    assert main(["check", "--rebuild", str(path)]) == 0
+    assert [r.id for r in same(path)] == [r.id for r in listed]
+
+
+def test_a_reader_lists_what_it_replayed_from_the_log_before_any_fold(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    fill(path)
+    same(path)  # built
+    store = open_for_reading(parse_store(str(path)))
+    try:
+        label = store.sessions  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    assert label is not None and label.unfolded == frozenset()
+    # a label naming a session its snapshot replayed: computed again from the snapshot, not kept stale
+    db = sqlite3.connect(index_file(path))
+    try:
+        db.execute("UPDATE sessions SET question = 'stale' WHERE rowid = 1")
+        db.commit()
+        (stale,) = db.execute("SELECT q FROM sessions WHERE rowid = 1").fetchone()
+    finally:
+        db.close()
+    store = open_for_reading(parse_store(str(path)))
+    try:
+        store.sessions = replace(store.sessions, unfolded=frozenset({stale}))  # type: ignore[attr-defined]
+        rows = TraceReader(store).sessions()
+    finally:
+        store.close()
+    assert "stale" not in {r.question for r in rows} and stale in {r.id for r in rows}
