@@ -5,7 +5,7 @@ plain data of :mod:`.model`."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,12 +147,15 @@ class TraceReader:
         """The top-level Questions a listing keeps (of ``ids`` only, when given), newest first, as
         rows of ``q`` and what the listing shows of the Question alone (``query``, ``time``, ``sub``,
         ``trace``, ``coll``): one query, which reads no step."""
-        only = "VALUES ?q { " + " ".join(f"<{check_iri(q)}>" for q in ids) + " }" if ids is not None else ""
+        listed = _LISTED
+        if ids is not None:  # inside the graph's pattern: Oxigraph then starts from them (18x faster)
+            only = "VALUES ?q { " + " ".join(f"<{check_iri(q)}>" for q in ids) + " }"
+            graph = f"GRAPH <{GRAPH_RETRIEVAL}> {{"
+            listed = listed.replace(graph, f"{graph} {only}", 1)
         return self.select(f"""
 SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?sub)
        (SAMPLE(?trace0) AS ?trace) (SAMPLE(?coll0) AS ?coll) WHERE {{
-  {only}
-  {_LISTED}
+  {listed}
   {_where(kind, collection, where)}
 }} GROUP BY ?q ORDER BY DESC(?time) DESC(?q) {page}""")
 
@@ -228,29 +231,7 @@ SELECT DISTINCT ?n ?mark ?t WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}
                 times[row["n"]].append((row["mark"], row["t"]))
             else:
                 found[row["n"]].add(row["mark"])
-        owners = set(questions) | {n for n, m in found.items() if "question" in m}
-        wanted = set(questions)
-        marks: dict[str, _Summary] = defaultdict(_Summary)
-        for node in found.keys() | times.keys():
-            owner = _nearest(node, owners, up)
-            if owner not in wanted:
-                continue
-            summary = marks[owner]
-            kinds = found.get(node, set())
-            summary.marks |= kinds - {"question", "retrieval", "approval"}
-            summary.analyses += "analysis" in kinds
-            summary.retrievals += "retrieval" in kinds
-            if "approval" in kinds:  # a person's decision, maybe long after: not the session's time
-                continue
-            for mark, text in times.get(node, ()):
-                when = epoch_ns(text)
-                if when is None:
-                    continue
-                if mark == "start" and (summary.start is None or when < summary.start):
-                    summary.start = when
-                if mark == "finish" and (summary.end is None or when > summary.end):
-                    summary.end = when
-        return marks
+        return summarize(questions, up, found, times)
 
     # -- show ---------------------------------------------------------------------------------
     def triples(self, question: str) -> list[TraceTriple]:
@@ -442,7 +423,36 @@ def _where(kind: str | None, collection: str | None, where: SessionFilter | None
     return f"FILTER({' && '.join(tests)})" if tests else ""
 
 
-def _nearest(node: str, questions: set[str], up: dict[str, list[str]]) -> str | None:
+def summarize(questions: Iterable[str], up: Mapping[str, Sequence[str]], found: Mapping[str, set[str]],
+              times: Mapping[str, Sequence[tuple[str, str]]]) -> dict[str, _Summary]:
+    """What :meth:`TraceReader.marks` makes of the nodes read: each node's marks and times counted
+    for the nearest Question above it (``up``: a node's derivation links), kept for ``questions``."""
+    owners = set(questions) | {n for n, m in found.items() if "question" in m}
+    wanted = set(questions)
+    marks: dict[str, _Summary] = defaultdict(_Summary)
+    for node in found.keys() | times.keys():
+        owner = _nearest(node, owners, up)
+        if owner not in wanted:
+            continue
+        summary = marks[owner]
+        kinds = found.get(node, set())
+        summary.marks |= kinds - {"question", "retrieval", "approval"}
+        summary.analyses += "analysis" in kinds
+        summary.retrievals += "retrieval" in kinds
+        if "approval" in kinds:  # a person's decision, maybe long after: not the session's time
+            continue
+        for mark, text in times.get(node, ()):
+            when = epoch_ns(text)
+            if when is None:
+                continue
+            if mark == "start" and (summary.start is None or when < summary.start):
+                summary.start = when
+            if mark == "finish" and (summary.end is None or when > summary.end):
+                summary.end = when
+    return marks
+
+
+def _nearest(node: str, questions: set[str], up: Mapping[str, Sequence[str]]) -> str | None:
     """The first Question met going up the derivation links from ``node`` (itself included)."""
     frontier, seen = [node], {node}
     while frontier:

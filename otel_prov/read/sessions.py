@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..model.vocab import GRAPH_RETRIEVAL
+from ..model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
 from ..stores.sessions import Label, Query, Row, SessionIndex
 from .model import (
     COMPLETE,
@@ -34,10 +34,6 @@ logger = logging.getLogger(__name__)
 
 BATCH = 200
 """Sessions whose rows one round of queries computes."""
-
-_TEXTS = "tg:thought|tg:action|tg:arguments|tg:observation|tg:answer|tg:content|tg:reasoning"
-"""What the text filter searches besides the question (as :func:`.reader._where`)."""
-
 
 def query_of(kind: str | None, collection: str | None, where: SessionFilter | None) -> Query:
     if where is None:
@@ -104,44 +100,101 @@ SELECT DISTINCT ?q WHERE {{ VALUES ?q {{ {values} }} GRAPH <{GRAPH_RETRIEVAL}> {
     return sorted(found)
 
 
+_PROV, _TG, _OTELPROV = "http://www.w3.org/ns/prov#", str(TG), str(OTELPROV)
+_UP = {_PROV + "wasDerivedFrom", _PROV + "wasGeneratedBy", _PROV + "used"}
+_DERIVED = {_PROV + "wasDerivedFrom", _PROV + "wasGeneratedBy"}
+_MARK_TYPES = {_TG + "Conclusion": "end", _TG + "Synthesis": "end", _TG + "Analysis": "analysis",
+               _TG + "Exploration": "retrieval", _TG + "Focus": "retrieval",
+               _OTELPROV + "Approval": "approval"}
+_MARK_PREDICATES = {_OTELPROV + "statusMessage": "error", _TG + "chunkCount": "chunks",
+                    _TG + "query": "question"}
+_TIMES = {_OTELPROV + "startTime": "start", _PROV + "startedAtTime": "start",
+          _OTELPROV + "endTime": "finish", _PROV + "endedAtTime": "finish"}
+_SAID = {_TG + name for name in
+         ("thought", "action", "arguments", "observation", "answer", "content", "reasoning")}
+_MODEL, _ACTION = _TG + "llmModel", _TG + "action"
+_AGENT, _SERVICE = _OTELPROV + "agentName", _OTELPROV + "serviceName"
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+_READ = sorted(_UP | set(_MARK_PREDICATES) | set(_TIMES) | _SAID | {_MODEL, _AGENT, _SERVICE, _RDF_TYPE})
+"""The predicates a row is made of: one query reads them for every node of a batch of sessions."""
+
+
 def rows(reader: TraceReader, questions: Sequence[str]) -> list[Row]:
     """The rows of those of ``questions`` that are top-level sessions (as ``otel-prov list`` shows
-    them without the index, and what its filters test)."""
+    them without the index, and what its filters test): which they are and what their Question
+    says, as :meth:`~.reader.TraceReader.listed` reads it; the rest from one query over their nodes,
+    counted as :meth:`~.reader.TraceReader.marks` and the filters of :func:`.reader._where` count."""
+    from .reader import summarize  # here: the reader imports this module
+
     listed = reader.listed(ids=questions) if questions else []
     if not listed:
         return []
     ids = [row["q"] for row in listed]
-    marks = reader.marks(ids, scoped=True)
     values = " ".join(f"<{q}>" for q in ids)
-    agents: dict[str, set[str]] = defaultdict(set)
-    services: dict[str, set[str]] = defaultdict(set)
+    wanted = ", ".join(f"<{p}>" for p in _READ)
+    up: dict[str, list[str]] = defaultdict(list)
+    derived: dict[str, list[str]] = defaultdict(list)
+    found: dict[str, set[str]] = defaultdict(set)
+    times: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    own: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    seen: set[tuple[str, str, str]] = set()
     for row in reader.select(f"""
-SELECT ?q ?p ?o WHERE {{ VALUES ?q {{ {values} }} GRAPH <{GRAPH_RETRIEVAL}> {{
-  ?q otelprov:agentName|otelprov:serviceName ?o . ?q ?p ?o }} }}"""):
-        (agents if row["p"].endswith("agentName") else services)[row["q"]].add(row["o"])
+SELECT ?n ?p ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ VALUES ?q {{ {values} }}
+  ?n (prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)* ?q . ?n ?p ?o FILTER(?p IN ({wanted})) }} }}"""):
+        n, p, o = row["n"], row["p"], row["o"]
+        if (n, p, o) in seen:  # a sub-trace's node, reached from its Question and from the top's
+            continue
+        seen.add((n, p, o))
+        if p in _UP:
+            up[n].append(o)
+            if p in _DERIVED:
+                derived[n].append(o)
+        elif p == _RDF_TYPE:
+            if o in _MARK_TYPES:
+                found[n].add(_MARK_TYPES[o])
+        elif p in _MARK_PREDICATES:
+            found[n].add(_MARK_PREDICATES[p])
+        elif p in _TIMES:
+            times[n].append((_TIMES[p], o))
+        else:
+            own[n].append((p, o))
+    marks = summarize(ids, up, found, times)
     said: dict[str, list[str]] = defaultdict(list)
     tools: dict[str, set[str]] = defaultdict(set)
     models: dict[str, set[str]] = defaultdict(set)
-    for row in reader.select(f"""
-SELECT ?q ?p ?o WHERE {{ VALUES ?q {{ {values} }} GRAPH <{GRAPH_RETRIEVAL}> {{
-  ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q . ?n {_TEXTS}|tg:llmModel ?o . ?n ?p ?o }} }}"""):
-        q, p, o = row["q"], row["p"], row["o"]
-        if p.endswith("llmModel"):
-            models[q].add(o)
-            continue
-        if p.endswith("action"):
-            tools[q].add(o)
-        said[q].append(o.lower())
+    tops = set(ids)
+    for n, pairs in own.items():
+        for q in _above(n, derived, tops):
+            for p, o in pairs:
+                if p == _MODEL:
+                    models[q].add(o)
+                elif p in _SAID:
+                    said[q].append(o.lower())
+                    if p == _ACTION:
+                        tools[q].add(o)
     out = []
     for row in listed:
         q = row["q"]
         session = reader.session_row(row, marks)
+        agents = sorted(o for p, o in own.get(q, ()) if p == _AGENT)
+        services = sorted(o for p, o in own.get(q, ()) if p == _SERVICE)
         out.append(Row(
             q, session.type, reader.declared_type(row), type_from_iri(q), session.question,
             row.get("time"), session.trace_id, session.collection, session.status, session.steps,
-            session.duration_ms, sorted(agents[q]), sorted(services[q]), sorted(tools[q]),
-            sorted(models[q]), "\n".join([session.question.lower(), *_unique(said[q])])))
+            session.duration_ms, agents, services, sorted(tools[q]), sorted(models[q]),
+            "\n".join([session.question.lower(), *_unique(said[q])])))
     return out
+
+
+def _above(node: str, derived: dict[str, list[str]], tops: set[str]) -> set[str]:
+    """The sessions of ``tops`` that ``node`` derives from through one derivation link or more."""
+    found: set[str] = set()
+    frontier, seen = list(derived.get(node, ())), {node}
+    while frontier:
+        seen.update(frontier)
+        found.update(n for n in frontier if n in tops)
+        frontier = [o for n in frontier for o in derived.get(n, ()) if o not in seen]
+    return found
 
 
 def _unique(texts: Iterable[str]) -> list[str]:

@@ -1,0 +1,204 @@
+"""A big store answers at once: list, filter and show against store size (issue 20, item 7).
+
+For each multiple of the load (``--sizes``, default 1, 10, 100; the load is ``--spans`` agent spans
+of ``bench_ingest.py``, ~37 quads a session), a store is filled by bulk-loading the load's quads
+that many times under distinct session IRIs (outside the timing), so its session index does not
+exist yet.  Then:
+
+1. the first listing, which builds the session index from the graph (once per store);
+2. as whole processes, ``--repeats`` times each: ``otel-prov list --limit 10``, the same with a
+   filter (a collection, a status, a text, a time range), ``otel-prov show IRI``;
+3. the web view (in this process, on a free port), ``--requests`` times each: ``/api/sessions``
+   (a page, then each filter), ``/api/sessions/IRI``, the list page, a session's page;
+4. on the largest store: ``otel-prov serve`` ingesting new sessions while a client polls
+   ``/api/sessions`` for each: how long after its export returned each is listed;
+5. on the largest store: ``otel-prov delete`` of one session, and ``otel-prov prune`` of ~1%
+   (both rebuild the index, so the erased text leaves the files).
+
+Printed: median and 95th percentile of each (seconds or milliseconds), and quads in the store.
+
+    python benchmarks/bench_bigstore.py [--spans 160000] [--sizes 1,10,100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pyoxigraph  # noqa: E402
+
+from benchmarks.bench_ingest import build_requests, build_spans, send_all  # noqa: E402
+from otel_prov.mapping.flows import map_spans  # noqa: E402
+from otel_prov.mapping.spans import from_sdk  # noqa: E402
+from otel_prov.model.quads import nquads  # noqa: E402
+from otel_prov.settings import UiSettings  # noqa: E402
+from otel_prov.stores import parse_store  # noqa: E402
+from otel_prov.web import create_app, runner  # noqa: E402
+from tests.support.procs import clean_env, start_serve  # noqa: E402
+
+_SESSION = re.compile(r"(urn:trustgraph:(?:agent|question|docrag|prov:exploration|prov:focus|prov:synthesis"
+                      r"|prov:edge):)")
+_OLD = "2020-01-01T00:00:00"
+
+
+def fill(store: Path, data: str, copies: int) -> int:
+    """``copies`` of the load under distinct session IRIs (every tenth copy in collection ``c{k}``,
+    every hundredth dated 2020: what the filters and prune find), bulk-loaded into the index."""
+    index = pyoxigraph.Store(str(store))
+    for k in range(copies):
+        text = _SESSION.sub(rf"\1x{k}-", data)
+        if k % 10 == 1:
+            text = text.replace('"default"', f'"c{k}"')
+        if k % 100 == 2:
+            text = re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d', f'"{_OLD}', text)
+        index.bulk_load(input=text.encode("utf-8"), format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
+    index.flush()
+    count = len(index)
+    del index
+    return count
+
+
+def cli(store: Path, *args: str) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "otel_prov.cli", *args, "--store", str(store)],
+                   capture_output=True, check=True, env=clean_env(), timeout=900)
+    return time.perf_counter() - t
+
+
+def get(url: str) -> tuple[float, bytes]:
+    t = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=120) as response:
+        body = response.read()
+    return time.perf_counter() - t, body
+
+
+def figures(times: list[float], unit: str = "s") -> str:
+    scale = 1000 if unit == "ms" else 1
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return f"median {statistics.median(ordered) * scale:.{0 if unit == 'ms' else 2}f} {unit}, " \
+           f"p95 {p95 * scale:.{0 if unit == 'ms' else 2}f} {unit}"
+
+
+def first_iri(store: Path) -> str:
+    out = subprocess.run([sys.executable, "-m", "otel_prov.cli", "list", "--limit", "1", "--format", "json",
+                          "--store", str(store)], capture_output=True, check=True, env=clean_env(),
+                         timeout=900).stdout
+    return str(json.loads(out)[0]["id"])
+
+
+def measure(store: Path, args: argparse.Namespace) -> None:
+    iri = first_iri(store)
+    filters = [[], ["--collection", "c1"], ["--status", "failed"], ["--text", "times 4"],
+               ["--since", _OLD[:10], "--until", "2020-12-31"]]
+    for extra in filters:
+        times = [cli(store, "list", "--limit", "10", *extra) for _ in range(args.repeats)]
+        print(f"  otel-prov list --limit 10 {' '.join(extra):<36s} {figures(times)}", flush=True)
+    times = [cli(store, "show", iri) for _ in range(args.repeats)]
+    print(f"  otel-prov show IRI{'':<42s} {figures(times)}", flush=True)
+    running = runner.start(create_app(UiSettings(store=parse_store(str(store)), port=0)), "127.0.0.1", 0)
+    try:
+        base = running.url.rstrip("/")
+        quoted = urllib.parse.quote(iri, safe="")
+        pages = {"/api/sessions?limit=10": "", "/api/sessions?limit=10&collection=c1": "",
+                 "/api/sessions?limit=10&status=error": "", "/api/sessions?limit=10&text=times+4": "",
+                 f"/api/sessions?limit=10&since={_OLD[:10]}&until=2020-12-31": "",
+                 f"/api/sessions/{quoted}": "", "/": "", f"/sessions/{quoted}": ""}
+        for page in pages:
+            times = [get(base + page)[0] for _ in range(args.requests)]
+            print(f"  web {page[:56]:<56s} {figures(times, 'ms')}", flush=True)
+    finally:
+        running.stop()
+
+
+def listable(store: Path, workdir: Path, args: argparse.Namespace) -> None:
+    """Sessions exported to ``serve`` (one request each, while others keep it busy) until each is in
+    ``/api/sessions`` of a web view on the same store."""
+    spans = build_spans(args.listable * 10)
+    requests = build_requests(spans, 10)  # one agent session (10 spans) a request
+    serve = start_serve(store, workdir / "serve.log")
+    running = runner.start(create_app(UiSettings(store=parse_store(str(store)), port=0)), "127.0.0.1", 0)
+    stop = threading.Event()
+    background = build_requests(build_spans(args.spans // 10), 512)
+
+    def busy() -> None:
+        while not stop.is_set():
+            send_all(serve.grpc_port, background, 2, 60)
+
+    loader = threading.Thread(target=busy, daemon=True)
+    loader.start()
+    delays: list[float] = []
+    try:
+        for request in requests[:args.listable]:
+            question = re.search(rb"What is \d+ times \d+\?", request[0])
+            assert question is not None
+            t = time.perf_counter()
+            send_all(serve.grpc_port, [request], 1, 60)
+            acked = time.perf_counter()
+            words = urllib.parse.quote(question.group(0).decode())
+            while time.perf_counter() - acked < 30:
+                _, body = get(f"{running.url.rstrip('/')}/api/sessions?limit=5&text={words}")
+                if json.loads(body)["sessions"]:
+                    break
+            delays.append(time.perf_counter() - acked)
+            del t
+    finally:
+        stop.set()
+        loader.join(120)
+        running.stop()
+        serve.terminate(300)
+    print(f"  listable after its export returned, while serve ingests ({len(delays)} sessions): "
+          f"{figures(delays)}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", type=int, default=160_000, help="the load (default 160,000 spans)")
+    parser.add_argument("--sizes", default="1,10,100", help="multiples of the load in the store")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each command (default 5)")
+    parser.add_argument("--requests", type=int, default=40, help="requests of each page (default 40)")
+    parser.add_argument("--listable", type=int, default=20, help="sessions timed until listed (default 20)")
+    parser.add_argument("--skip-erase", action="store_true", help="no delete and prune timings")
+    parser.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
+    args = parser.parse_args(argv)
+    spans = build_spans(args.spans)
+    data = nquads(map_spans([from_sdk(s) for s in spans]).quads).decode("utf-8")
+    print(f"load: {len(spans):,} spans, {data.count(chr(10)):,} quads")
+    with tempfile.TemporaryDirectory(prefix="bench-bigstore-") as tmp:
+        workdir = args.keep or Path(tmp)
+        sizes = [int(s) for s in args.sizes.split(",")]
+        for size in sizes:
+            store = workdir / f"size{size}"
+            t = time.perf_counter()
+            quads = fill(store, data, size)
+            filled = time.perf_counter() - t
+            built = cli(store, "list", "--limit", "1")
+            print(f"{size}x: {quads:,} quads (filled in {filled:.0f} s); the first listing, which builds the "
+                  f"session index: {built:.1f} s", flush=True)
+            measure(store, args)
+            if size == sizes[-1]:
+                listable(store, workdir, args)
+                if not args.skip_erase:
+                    iri = first_iri(store)
+                    took = cli(store, "delete", iri)
+                    print(f"  otel-prov delete (one session; index rebuilt)  {took:.1f} s")
+                    print(f"  otel-prov prune --older-than 365d (~1%)          "
+                          f"{cli(store, 'prune', '--older-than', '365d'):.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
