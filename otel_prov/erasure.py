@@ -213,7 +213,7 @@ def _sessions_erased(spec: StoreSpec) -> None:
         return
     store = open_for_reading(spec)
     try:
-        index = TraceReader(store).session_index()
+        index = TraceReader(store).session_index(wait=60.0)
         if index is not None:
             index.compact()
     finally:

@@ -34,9 +34,8 @@ from ..render.lineage import render as render_lineage
 from ..render.provdm import PROV_FORMATS
 from ..render.results import render_result
 from ..render.text import EMPTY
-from ..stores import ReadStore, check_store, parse_store, settle
+from ..stores import ReadStore, check_store, mark_stale, parse_store, settle
 from ..stores.base import QuadTerms
-from ..stores.sessions import mark_stale
 from .common import (
     EXIT_OK,
     EXIT_USAGE,

@@ -12,9 +12,8 @@ from typing import Any
 from ..model.iris import QUESTION_PREFIXES
 from ..model.terms import literal
 from ..model.vocab import GRAPH_RETRIEVAL
+from ..stores import SessionEntry, SessionIndex, SessionLabel, SessionQuery
 from ..stores.base import ReadStore, Triple
-from ..stores.sessions import Label, SessionIndex
-from . import sessions as S
 from .build import SUBTYPES, TraceTriple, build_trace
 from .model import (
     AGENT,
@@ -93,8 +92,8 @@ class TraceReader:
         Question above it, so a sub-trace's steps are its own)."""
         index = self.session_index()
         if index is not None:
-            found = index.select(S.query_of(kind, collection, where), limit, offset)
-            return [S.as_session_row(row) for row in found]
+            found = index.select(query_of(kind, collection, where), limit, offset)
+            return [as_session_row(row) for row in found]
         status = where.status if where is not None else None
         sort = where.sort if where is not None else "time"
         in_python = status is not None or sort != "time"  # known once each session's steps are read
@@ -129,14 +128,17 @@ class TraceReader:
         """A listed Question's type as its IRI pattern or its subtype says (None: neither does)."""
         return type_from_iri(row["q"]) or SUBTYPES.get(row.get("sub", ""))
 
-    def session_index(self) -> SessionIndex | None:
+    def session_index(self, wait: float | None = 5.0) -> SessionIndex | None:
         """The store's session index brought up to date with this snapshot (:mod:`.sessions`), when
-        the store has one (an on-disk store); read once per reader."""
+        the store has one (an on-disk store); read once per reader.  None also when another process
+        computes its rows for longer than ``wait`` seconds (None: waits for ever): the graph answers."""
         label = getattr(self.store, "sessions", None)
-        if not isinstance(label, Label):
+        if not isinstance(label, SessionLabel):
             return None
         if self._session_index is None:
-            self._session_index = S.up_to_date(self, label)
+            from .sessions import up_to_date  # here: it reads through this class
+
+            self._session_index = up_to_date(self, label, wait)
             if self._session_index is None:
                 self.store.sessions = None  # type: ignore[attr-defined]  # said once: the graph answers
         return self._session_index
@@ -164,7 +166,7 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
         """How many top-level sessions :meth:`sessions` would list without a limit."""
         index = self.session_index()
         if index is not None:
-            return index.count(S.query_of(kind, collection, where))
+            return index.count(query_of(kind, collection, where))
         if where is not None and where.status is not None:
             return len(self.sessions(kind=kind, collection=collection, where=where))
         rows = self.select(f"""
@@ -387,6 +389,21 @@ class _Summary:
         if self.start is None or self.end is None or self.end < self.start:
             return None
         return (self.end - self.start) / 1e6
+
+
+def query_of(kind: str | None, collection: str | None, where: SessionFilter | None) -> SessionQuery:
+    if where is None:
+        return SessionQuery(kind=kind, collection=collection)
+    return SessionQuery(kind=kind, collection=collection, since=where.since_bound if where.since else None,
+                 until=where.until_bound if where.until else None, text=where.text or None,
+                 status=where.status, tool=where.tool or None, agent=where.agent or None,
+                 model=where.model or None, service=where.service or None, sort=where.sort,
+                 statuses=(FAILED, UNFINISHED, COMPLETE))
+
+
+def as_session_row(row: SessionEntry) -> SessionRow:
+    return SessionRow(row.q, row.type, row.question, row.time or "", row.trace, row.coll, row.status,
+                      row.steps, row.duration)
 
 
 def _where(kind: str | None, collection: str | None, where: SessionFilter | None) -> str:

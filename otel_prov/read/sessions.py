@@ -10,55 +10,41 @@ SQL query, whatever the size of the graph."""
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from ..model.vocab import GRAPH_RETRIEVAL, OTELPROV, TG
-from ..stores.sessions import Label, Query, Row, SessionIndex
+from ..stores import SessionEntry, SessionIndex, SessionLabel
 from .model import (
-    COMPLETE,
-    FAILED,
-    UNFINISHED,
-    SessionFilter,
-    SessionRow,
     TraceNotFound,
     check_iri,
     type_from_iri,
 )
-
-if TYPE_CHECKING:
-    from .reader import TraceReader
+from .reader import TraceReader, summarize
 
 logger = logging.getLogger(__name__)
 
 BATCH = 200
 """Sessions whose rows one round of queries computes."""
+WAIT = 5.0
+"""Seconds a reader waits for another process computing rows (as long as a reader waits for a fold)."""
 
-def query_of(kind: str | None, collection: str | None, where: SessionFilter | None) -> Query:
-    if where is None:
-        return Query(kind=kind, collection=collection)
-    return Query(kind=kind, collection=collection, since=where.since_bound if where.since else None,
-                 until=where.until_bound if where.until else None, text=where.text or None,
-                 status=where.status, tool=where.tool or None, agent=where.agent or None,
-                 model=where.model or None, service=where.service or None, sort=where.sort,
-                 statuses=(FAILED, UNFINISHED, COMPLETE))
-
-
-def as_session_row(row: Row) -> SessionRow:
-    return SessionRow(row.q, row.type, row.question, row.time or "", row.trace, row.coll, row.status,
-                      row.steps, row.duration)
-
-
-def up_to_date(reader: TraceReader, label: Label) -> SessionIndex | None:
+def up_to_date(reader: TraceReader, label: SessionLabel, wait: float | None = WAIT) -> SessionIndex | None:
     """The session index of the store ``label`` names, brought up to date with ``reader``'s
-    snapshot; None when it cannot be used (said once; the caller lists from the graph)."""
+    snapshot; None when it cannot be used (said once; the caller lists from the graph), or when
+    another process computes rows for longer than ``wait`` seconds (a whole build: minutes)."""
     try:
         index = SessionIndex(label.path)
     except Exception as exc:  # noqa: BLE001 - a listing never fails for its index: the graph answers
         logger.warning("otel-prov: the session index of %s is not used: %s", label.path, exc)
         return None
     try:
+        if not index.computing(wait):
+            logger.warning("otel-prov: the session index of %s is being built by another process; "
+                           "listed from the graph meanwhile (slower)", label.path)
+            index.close()
+            return None
         if not index.built():
             index.start_build()
             questions = [row["q"] for row in reader.listed()]
@@ -66,15 +52,20 @@ def up_to_date(reader: TraceReader, label: Label) -> SessionIndex | None:
                 index.save(rows(reader, questions[start:start + BATCH]), (), (), label.seq)
             index.end_build(label.seq)
         keys = sorted(set(index.due(label.seq)) | label.unfolded)
+        started = time.perf_counter()
         for start in range(0, len(keys), BATCH):
             part = keys[start:start + BATCH]
             found = _questions(reader, part)
             computed = rows(reader, found)
             listed = {row.q for row in computed}
             index.save(computed, sorted((set(part) | set(found)) - listed), part, label.seq)
+        if keys:
+            logger.debug("otel-prov: %d session(s) of the session index of %s computed in %.3f s", len(keys),
+                         label.path, time.perf_counter() - started)
     except BaseException:
         index.close()
         raise
+    index.computed()
     return index
 
 
@@ -119,13 +110,11 @@ _READ = sorted(_UP | set(_MARK_PREDICATES) | set(_TIMES) | _SAID | {_MODEL, _AGE
 """The predicates a row is made of: one query reads them for every node of a batch of sessions."""
 
 
-def rows(reader: TraceReader, questions: Sequence[str]) -> list[Row]:
+def rows(reader: TraceReader, questions: Sequence[str]) -> list[SessionEntry]:
     """The rows of those of ``questions`` that are top-level sessions (as ``otel-prov list`` shows
     them without the index, and what its filters test): which they are and what their Question
     says, as :meth:`~.reader.TraceReader.listed` reads it; the rest from one query over their nodes,
     counted as :meth:`~.reader.TraceReader.marks` and the filters of :func:`.reader._where` count."""
-    from .reader import summarize  # here: the reader imports this module
-
     listed = reader.listed(ids=questions) if questions else []
     if not listed:
         return []
@@ -178,7 +167,7 @@ SELECT ?n ?p ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ VALUES ?q {{ {values} }}
         session = reader.session_row(row, marks)
         agents = sorted(o for p, o in own.get(q, ()) if p == _AGENT)
         services = sorted(o for p, o in own.get(q, ()) if p == _SERVICE)
-        out.append(Row(
+        out.append(SessionEntry(
             q, session.type, reader.declared_type(row), type_from_iri(q), session.question,
             row.get("time"), session.trace_id, session.collection, session.status, session.steps,
             session.duration_ms, agents, services, sorted(tools[q]), sorted(models[q]),

@@ -24,7 +24,7 @@ from ..model.quads import Quad, dataset_from_nquads, delete_data, in_parts
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from . import rebuild
 from .base import QuadTerms, QueryResult, Row, StoreSpec
-from .sessions import Label
+from .sessions import SessionLabel
 from .terms import from_oxigraph, from_quad, from_triple
 
 # Below this many quads a transactional ``load`` is cheaper than ``bulk_load`` (which writes new
@@ -75,7 +75,7 @@ class OxigraphStore:
             _unpin(self._pinned)
             raise
         self._on_close = on_close
-        self.sessions: Label | None = None
+        self.sessions: SessionLabel | None = None
         """A reader's: its label in the store's session index (:mod:`.sessions`), when it has one."""
 
     @property

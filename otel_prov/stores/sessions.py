@@ -9,7 +9,7 @@ Who keeps it, and why it is exact:
   pattern names, else the IRI itself), under a sequence number one higher than the last.  This is
   written after the round is applied to the index and flushed, and before its checkpoint.
 - **A reader** (``otel-prov list``, the web view: :mod:`otel_prov.read.sessions`) reads the sequence
-  number *before* it opens its snapshot of the index (:attr:`Label.seq`), so the snapshot holds at
+  number *before* it opens its snapshot of the index (:attr:`SessionLabel.seq`), so the snapshot holds at
   least every round noted up to it.  It computes the rows of the sessions touched after the last
   time each was computed, from its snapshot, with the same queries as a listing without the index,
   and records them as computed at that number.  A round noted later (higher number) makes them due
@@ -26,9 +26,12 @@ the freed content).  This module only stores and selects rows: what a row holds 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +53,8 @@ logger = logging.getLogger(__name__)
 DIRECTORY = "sessions"
 """The session index's directory inside a store's directory."""
 FILENAME = "index.sqlite"
+LOCK = "compute.lock"
+"""Held (``flock``) by the process computing rows."""
 VERSION = 1
 """The layout of the tables; another version is rebuilt (a newer otel-prov's is refused)."""
 BUSY_TIMEOUT = 10.0
@@ -113,7 +118,7 @@ def keys_of(payloads: Iterable[bytes]) -> set[str]:
 
 
 @dataclass
-class Row:
+class SessionEntry:
     """One session's row (see :class:`otel_prov.read.model.SessionRow`, what it becomes)."""
 
     q: str
@@ -136,7 +141,7 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Label:
+class SessionLabel:
     """What a reader's snapshot of the index holds at least: the fold rounds noted up to ``seq``,
     and the sessions of the log's records it replayed beyond them (``unfolded``)."""
 
@@ -146,7 +151,7 @@ class Label:
 
 
 @dataclass(frozen=True)
-class Query:
+class SessionQuery:
     """A listing's filters, as the index applies them (see :class:`otel_prov.read.model.SessionFilter`)."""
 
     kind: str | None = None
@@ -178,6 +183,7 @@ class SessionIndex:
 
     def __init__(self, store: Path) -> None:
         self.path = index_file(store)
+        self._lock_fd = -1
         try:
             self.path.parent.mkdir(exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT, isolation_level=None,
@@ -210,6 +216,30 @@ class SessionIndex:
 
     def close(self) -> None:
         self.db.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def computing(self, timeout: float | None) -> bool:
+        """Take the right to compute rows (one process at a time: two would compute the same ones),
+        waiting at most ``timeout`` seconds (None: for ever); whether it was had.  Held until
+        :meth:`computed` (or :meth:`close`)."""
+        if self._lock_fd < 0:
+            self._lock_fd = os.open(self.path.parent / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.02)
+
+    def computed(self) -> None:
+        """Let another process compute rows."""
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -260,7 +290,7 @@ class SessionIndex:
             self.db.execute("DELETE FROM touched WHERE seq <= ?", (seq,))
             self._set("built", "1")
 
-    def save(self, rows: Sequence[Row], gone: Iterable[str], keys: Iterable[str], seq: int) -> None:
+    def save(self, rows: Sequence[SessionEntry], gone: Iterable[str], keys: Iterable[str], seq: int) -> None:
         """Record ``rows`` and remove the rows of ``gone`` (no longer top-level sessions), as computed
         from a snapshot labelled ``seq`` (a row saved from a newer one is kept); ``keys`` are then
         done, unless a later round touched them again."""
@@ -274,7 +304,7 @@ class SessionIndex:
                 (_values(row) + (seq,) for row in rows))
             self.db.executemany("DELETE FROM touched WHERE key = ? AND seq <= ?", ((k, seq) for k in keys))
 
-    def select(self, query: Query, limit: int | None = None, offset: int = 0) -> list[Row]:
+    def select(self, query: SessionQuery, limit: int | None = None, offset: int = 0) -> list[SessionEntry]:
         where, args = _where(query)
         page = ""
         if limit is not None:
@@ -292,7 +322,7 @@ class SessionIndex:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM sessions {where} ORDER BY {order}{page}"
         return [_row(values) for values in self.db.execute(sql, args)]
 
-    def count(self, query: Query) -> int:
+    def count(self, query: SessionQuery) -> int:
         where, args = _where(query)
         return int(self.db.execute(f"SELECT COUNT(*) FROM sessions {where}", args).fetchone()[0])
 
@@ -350,7 +380,7 @@ def note_touched(store: Path, payloads: Iterable[bytes]) -> None:
             index_file(store).unlink()
 
 
-def label(store: Path) -> Label | None:
+def label(store: Path) -> SessionLabel | None:
     """The sequence number a reader reads before it opens its snapshot (None: no session index can
     be had here, e.g. a read-only store without one)."""
     try:
@@ -358,12 +388,12 @@ def label(store: Path) -> Label | None:
     except StoreError:
         return None
     try:
-        return Label(store, index.seq())
+        return SessionLabel(store, index.seq())
     finally:
         index.close()
 
 
-def _values(row: Row) -> tuple[Any, ...]:
+def _values(row: SessionEntry) -> tuple[Any, ...]:
     return (row.q, row.type, row.sub_type, row.iri_type, row.question, row.time, row.trace, row.coll,
             row.status, row.steps, row.duration, _joined(row.agents), _joined(row.services),
             _joined(row.tools), _joined(row.models), row.texts)
@@ -373,10 +403,10 @@ def _joined(names: Sequence[str]) -> str:
     return SEP + SEP.join(names) + SEP
 
 
-def _row(values: Sequence[Any]) -> Row:
+def _row(values: Sequence[Any]) -> SessionEntry:
     (q, type_, sub_type, iri_type, question, time, trace, coll, status, steps, duration, agents, services,
      tools, models, texts) = values
-    return Row(q, type_, sub_type, iri_type, question, time, trace, coll, status, steps, duration,
+    return SessionEntry(q, type_, sub_type, iri_type, question, time, trace, coll, status, steps, duration,
                _split(agents), _split(services), _split(tools), _split(models), texts)
 
 
@@ -384,7 +414,7 @@ def _split(names: str) -> list[str]:
     return [name for name in names.split(SEP) if name]
 
 
-def _where(query: Query) -> tuple[str, list[Any]]:
+def _where(query: SessionQuery) -> tuple[str, list[Any]]:
     tests: list[str] = []
     args: list[Any] = []
     if query.kind is not None:
