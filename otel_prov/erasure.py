@@ -27,7 +27,7 @@ from .model.quads import Quad, nquads
 from .model.vocab import GRAPH_RETRIEVAL, NT
 from .read.model import SessionFilter
 from .read.reader import TraceReader
-from .stores import OXIGRAPH, ReadStore, StoreSpec, open_for_reading, open_for_writing, settle
+from .stores import ReadStore, StoreSpec, open_for_reading, open_for_writing, settle
 from .stores.base import BNODE, IRI, QuadTerms, Term
 
 SETTLE_TIMEOUT = 30.0
@@ -201,23 +201,7 @@ def erase(spec: StoreSpec, doomed: Iterable[Doomed], *, by: str, reason: str | N
             each(one)
     finally:
         writer.close()
-    rebuilt = spec.path is None or settle(spec, timeout=0, compact=True)
-    _sessions_erased(spec)
-    return rebuilt
-
-
-def _sessions_erased(spec: StoreSpec) -> None:
-    """An on-disk store's session index brought up to date now (the erased sessions' rows deleted)
-    and compacted, so that their text leaves its files too, not at the next listing."""
-    if spec.path is None or spec.scheme != OXIGRAPH:
-        return
-    store = open_for_reading(spec)
-    try:
-        index = TraceReader(store).session_index(wait=60.0)
-        if index is not None:
-            index.compact()
-    finally:
-        store.close()
+    return spec.path is None or settle(spec, timeout=0, compact=True)
 
 
 @dataclass

@@ -369,10 +369,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.rebuild:
         if not health.ok:
             raise CliError(f"{spec}: not rebuilt, the store has problems ('{PROG} check' says which)")
+        if spec.path is not None:
+            mark_stale(spec.path)  # the session index's rows: built again as the log is folded, below
         if not settle(spec, timeout=0, compact=True):
             raise CliError(f"{spec}: another process indexes this store (serve?); stop it, then rebuild")
-        if spec.path is not None:
-            mark_stale(spec.path)  # its rows are computed again by the next listing
         lines.append("rebuilt: the log folded, the index rebuilt from what it holds")
         health = check_store(spec)
     lines.append(f"index: {health.index}")

@@ -6,6 +6,7 @@ The mapping produces quads as 4-tuples of N-Triples terms (``"<iri>"``, ``'"text
 
 from __future__ import annotations
 
+import calendar
 import re
 import uuid as _uuid
 from datetime import datetime, timezone
@@ -193,3 +194,19 @@ def trace_id_literal(trace_id: int) -> str:
 def span_id_literal(span_id: int) -> str:
     """``literal(hex_span_id(span_id))``."""
     return f'"{span_id:016x}"'
+
+
+def epoch_ns(text: str | None) -> int | None:
+    """An ``xsd:dateTime`` text as otel-prov writes it, as nanoseconds since the epoch (None: not
+    of that form).  (Texts do not compare as times: ``10:00:00.1Z`` sorts before ``10:00:00Z``.)"""
+    if not text:
+        return None
+    match = _DATETIME.fullmatch(text.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, frac = match.groups()
+    whole = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second)))
+    return whole * 1_000_000_000 + int((frac or "").ljust(9, "0")[:9])
+
+
+_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|\+00:00)")

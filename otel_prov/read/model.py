@@ -3,7 +3,6 @@ whatever renders them (the CLI, the renderers of :mod:`otel_prov.render`, a web 
 
 from __future__ import annotations
 
-import calendar
 import datetime
 import re
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any
 
 from .. import attributes as A
 from ..model.iris import flow_of_question
+from ..model.terms import epoch_ns as epoch_ns  # shown here too: the read model's times
 
 AGENT, GRAPH_RAG, DOC_RAG, UNKNOWN = "Agent", "GraphRAG", "DocRAG", "Unknown"
 TYPES = {"agent": AGENT, "graphrag": GRAPH_RAG, "docrag": DOC_RAG}
@@ -38,7 +38,7 @@ RECORD_KEYS = frozenset({"traceId", "spanId", "startTime", "endTime", "generated
 did: never shown as its content, never a difference between two runs."""
 ENDS = {AGENT: "Conclusion", GRAPH_RAG: "Synthesis", DOC_RAG: "Synthesis"}
 """The kind of step that finishes a session of each type."""
-_FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
+FLOW_TYPES = {A.FLOW_AGENT: AGENT, A.FLOW_GRAPH_RAG: GRAPH_RAG, A.FLOW_DOC_RAG: DOC_RAG}
 
 
 class TraceNotFound(LookupError):
@@ -102,13 +102,13 @@ def is_uuid(text: str) -> bool:
 
 def flow_of_type(kind: str) -> str:
     """The flow (``otel_prov.flow``) of a type name (``Agent``, ``GraphRAG``, ``DocRAG``)."""
-    return next(flow for flow, name in _FLOW_TYPES.items() if name == kind)
+    return next(flow for flow, name in FLOW_TYPES.items() if name == kind)
 
 
 def type_from_iri(iri: str) -> str | None:
     """A session's type from its Question's IRI pattern (the spec's first rule), else None."""
     flow = flow_of_question(iri)
-    return _FLOW_TYPES[flow] if flow is not None else None
+    return FLOW_TYPES[flow] if flow is not None else None
 
 
 def local_name(iri: str) -> str:
@@ -367,22 +367,6 @@ def duration_ms(start: str | None, end: str | None) -> float | None:
     nanoseconds); None when either is missing or not of that form."""
     a, b = epoch_ns(start), epoch_ns(end)
     return None if a is None or b is None or b < a else (b - a) / 1e6
-
-
-def epoch_ns(text: str | None) -> int | None:
-    """An ``xsd:dateTime`` text as otel-prov writes it, as nanoseconds since the epoch (None: not
-    of that form).  (Texts do not compare as times: ``10:00:00.1Z`` sorts before ``10:00:00Z``.)"""
-    if not text:
-        return None
-    match = _DATETIME.fullmatch(text.strip())
-    if match is None:
-        return None
-    year, month, day, hour, minute, second, frac = match.groups()
-    whole = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second)))
-    return whole * 1_000_000_000 + int((frac or "").ljust(9, "0")[:9])
-
-
-_DATETIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|\+00:00)")
 
 
 def format_ms(ms: float) -> str:

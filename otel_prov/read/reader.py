@@ -5,48 +5,48 @@ plain data of :mod:`.model`."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.iris import QUESTION_PREFIXES
+from ..model.iris import QUESTION_PREFIXES, flow_of_question
 from ..model.terms import literal
 from ..model.vocab import GRAPH_RETRIEVAL
-from ..stores import SessionEntry, SessionIndex, SessionLabel, SessionQuery
 from ..stores.base import ReadStore, Triple
+from ..stores.sessions import COMPLETE as IDX_COMPLETE
+from ..stores.sessions import FAILED as IDX_FAILED
+from ..stores.sessions import (
+    LISTED,
+    SUBTYPE_FLOWS,
+    Listing,
+    SessionEntry,
+    SessionLabel,
+    SessionQuery,
+    Summary,
+    listed,
+    summarize,
+)
+from ..stores.sessions import UNFINISHED as IDX_UNFINISHED
 from .build import SUBTYPES, TraceTriple, build_trace
 from .model import (
-    AGENT,
     COMPLETE,
-    DOC_RAG,
     FAILED,
-    GRAPH_RAG,
+    FLOW_TYPES,
     UNFINISHED,
     SessionFilter,
     SessionRow,
     Trace,
     TraceNotFound,
     check_iri,
-    epoch_ns,
     flow_of_type,
     is_trace_id,
     is_trace_id_prefix,
     is_uuid,
-    type_from_iri,
 )
 
 MAX_CANDIDATES = 5
 """How many sessions an ambiguous or mistaken reference lists."""
 
-_LISTED = f"""GRAPH <{GRAPH_RETRIEVAL}> {{
-    ?q tg:query ?query0 .
-    FILTER NOT EXISTS {{ ?q prov:wasDerivedFrom|prov:wasGeneratedBy ?parent }}
-    OPTIONAL {{ ?q prov:startedAtTime|prov:generatedAtTime ?time0 }}
-    OPTIONAL {{ ?q a ?sub0 . FILTER(?sub0 IN (tg:AgentQuestion, tg:GraphRagQuestion, tg:DocRagQuestion)) }}
-    OPTIONAL {{ ?q otelprov:traceId ?trace0 }}
-    OPTIONAL {{ ?q otelprov:collection ?coll0 }}
-  }}"""
-"""The top-level Questions (sub-traces have a parent) and what a listing shows of them."""
 MARKS_PER_QUESTION_UP_TO = 200
 """Up to this many sessions listed, their marks are read from their own nodes; above, in one pass."""
 
@@ -76,7 +76,7 @@ class TraceReader:
 
     def __init__(self, store: ReadStore) -> None:
         self.store = store
-        self._session_index: SessionIndex | None = None
+        self._session_index: Listing | None = None
 
     def select(self, sparql: str) -> list[dict[str, str]]:
         """A SELECT query as rows of variable -> text (unbound: absent)."""
@@ -111,36 +111,26 @@ class TraceReader:
             sessions = sessions[offset:] if limit is None else sessions[offset:offset + limit]
         return sessions
 
-    def session_row(self, row: dict[str, str], marks: dict[str, _Summary]) -> SessionRow:
+    def session_row(self, row: dict[str, str], marks: dict[str, Summary]) -> SessionRow:
         """A listed Question's row (:meth:`listed`) with what its own steps show (:meth:`marks`)."""
         q = row["q"]
-        summary = marks.get(q, _Summary())
-        found = summary.marks
-        type_ = (self.declared_type(row)
-                 or (AGENT if "analysis" in found else DOC_RAG if "chunks" in found else GRAPH_RAG))
-        status = FAILED if "error" in found else COMPLETE if "end" in found else UNFINISHED
-        steps = summary.analyses if type_ == AGENT else summary.retrievals
-        return SessionRow(q, type_, row.get("query", ""), row.get("time", ""), row.get("trace"),
-                          row.get("coll"), status, steps, summary.duration_ms)
+        summary = marks.get(q, Summary())
+        flow = summary.flow(flow_of_question(q) or SUBTYPE_FLOWS.get(row.get("sub", "")))
+        return SessionRow(q, FLOW_TYPES[flow], row.get("query", ""), row.get("time", ""), row.get("trace"),
+                          row.get("coll"), _STATUS_NAMES[summary.status], summary.steps(flow),
+                          summary.duration_ms)
 
-    @staticmethod
-    def declared_type(row: dict[str, str]) -> str | None:
-        """A listed Question's type as its IRI pattern or its subtype says (None: neither does)."""
-        return type_from_iri(row["q"]) or SUBTYPES.get(row.get("sub", ""))
-
-    def session_index(self, wait: float | None = 5.0) -> SessionIndex | None:
-        """The store's session index brought up to date with this snapshot (:mod:`.sessions`), when
-        the store has one (an on-disk store); read once per reader.  None also when another process
-        computes its rows for longer than ``wait`` seconds (None: waits for ever): the graph answers."""
+    def session_index(self) -> Listing | None:
+        """The store's session index as this snapshot sees it (:class:`~otel_prov.stores.Listing`),
+        when the store has one that can answer (an on-disk store whose indexing process built it);
+        read once per reader.  None: the graph answers."""
         label = getattr(self.store, "sessions", None)
         if not isinstance(label, SessionLabel):
             return None
         if self._session_index is None:
-            from .sessions import up_to_date  # here: it reads through this class
-
-            self._session_index = up_to_date(self, label, wait)
+            self._session_index = Listing.open(self.store, label)
             if self._session_index is None:
-                self.store.sessions = None  # type: ignore[attr-defined]  # said once: the graph answers
+                self.store.sessions = None  # type: ignore[attr-defined]  # once: the graph answers
         return self._session_index
 
     def listed(self, *, kind: str | None = None, collection: str | None = None,
@@ -149,17 +139,8 @@ class TraceReader:
         """The top-level Questions a listing keeps (of ``ids`` only, when given), newest first, as
         rows of ``q`` and what the listing shows of the Question alone (``query``, ``time``, ``sub``,
         ``trace``, ``coll``): one query, which reads no step."""
-        listed = _LISTED
-        if ids is not None:  # inside the graph's pattern: Oxigraph then starts from them (18x faster)
-            only = "VALUES ?q { " + " ".join(f"<{check_iri(q)}>" for q in ids) + " }"
-            graph = f"GRAPH <{GRAPH_RETRIEVAL}> {{"
-            listed = listed.replace(graph, f"{graph} {only}", 1)
-        return self.select(f"""
-SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?sub)
-       (SAMPLE(?trace0) AS ?trace) (SAMPLE(?coll0) AS ?coll) WHERE {{
-  {listed}
-  {_where(kind, collection, where)}
-}} GROUP BY ?q ORDER BY DESC(?time) DESC(?q) {page}""")
+        return listed(self.store, [check_iri(q) for q in ids] if ids is not None else None,
+                      _where(kind, collection, where), page)
 
     def count_sessions(self, *, kind: str | None = None, collection: str | None = None,
                        where: SessionFilter | None = None) -> int:
@@ -171,7 +152,7 @@ SELECT ?q (SAMPLE(?query0) AS ?query) (MAX(?time0) AS ?time) (SAMPLE(?sub0) AS ?
             return len(self.sessions(kind=kind, collection=collection, where=where))
         rows = self.select(f"""
 SELECT (COUNT(DISTINCT ?q) AS ?n) WHERE {{
-  {_LISTED}
+  {LISTED}
   {_where(kind, collection, where)}
 }}""")
         return int(rows[0]["n"]) if rows else 0
@@ -197,7 +178,7 @@ SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?error
         return sorted(row["c"] for row in self.select(
             f"SELECT DISTINCT ?c WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?q otelprov:collection ?c }} }}"))
 
-    def marks(self, questions: list[str], *, scoped: bool | None = None) -> dict[str, _Summary]:
+    def marks(self, questions: list[str], *, scoped: bool | None = None) -> dict[str, Summary]:
         """Question -> what its own steps show: marks ``end`` (a Conclusion or Synthesis), ``error``
         (an error status, the Question's included), ``analysis``, ``chunks``; how many Analysis and
         retrieval steps; its earliest start and latest end (people's approvals not counted: as
@@ -373,37 +354,25 @@ ORDER BY ?q LIMIT {MAX_CANDIDATES}""") if "q" in r]
         return build_trace(question, triples), triples
 
 
-@dataclass
-class _Summary:
-    """What a listing shows of one session's own nodes (see :meth:`TraceReader._marks`)."""
-
-    marks: set[str] = field(default_factory=set)
-    analyses: int = 0
-    retrievals: int = 0
-    start: int | None = None
-    """Nanoseconds since the epoch."""
-    end: int | None = None
-
-    @property
-    def duration_ms(self) -> float | None:
-        if self.start is None or self.end is None or self.end < self.start:
-            return None
-        return (self.end - self.start) / 1e6
-
-
 def query_of(kind: str | None, collection: str | None, where: SessionFilter | None) -> SessionQuery:
+    """A listing's filters as the session index applies them."""
+    flow = flow_of_type(kind) if kind is not None else None
     if where is None:
-        return SessionQuery(kind=kind, collection=collection)
-    return SessionQuery(kind=kind, collection=collection, since=where.since_bound if where.since else None,
-                 until=where.until_bound if where.until else None, text=where.text or None,
-                 status=where.status, tool=where.tool or None, agent=where.agent or None,
-                 model=where.model or None, service=where.service or None, sort=where.sort,
-                 statuses=(FAILED, UNFINISHED, COMPLETE))
+        return SessionQuery(flow=flow, collection=collection)
+    return SessionQuery(flow=flow, collection=collection, since=where.since_bound if where.since else None,
+                        until=where.until_bound if where.until else None, text=where.text or None,
+                        status=_STATUS_CODES[where.status] if where.status is not None else None,
+                        tool=where.tool or None, agent=where.agent or None, model=where.model or None,
+                        service=where.service or None, sort=where.sort)
 
 
 def as_session_row(row: SessionEntry) -> SessionRow:
-    return SessionRow(row.q, row.type, row.question, row.time or "", row.trace, row.coll, row.status,
-                      row.steps, row.duration)
+    return SessionRow(row.q, FLOW_TYPES[row.flow], row.question, row.time or "", row.trace, row.coll,
+                      _STATUS_NAMES[row.status], row.steps, row.duration)
+
+
+_STATUS_NAMES = {IDX_FAILED: FAILED, IDX_UNFINISHED: UNFINISHED, IDX_COMPLETE: COMPLETE}
+_STATUS_CODES = {name: code for code, name in _STATUS_NAMES.items()}
 
 
 def _where(kind: str | None, collection: str | None, where: SessionFilter | None) -> str:
@@ -438,47 +407,6 @@ def _where(kind: str | None, collection: str | None, where: SessionFilter | None
             bound = where.until_bound
             tests.append(f"SUBSTR(STR(?time0), 1, {len(bound)}) <= {literal(bound)}")
     return f"FILTER({' && '.join(tests)})" if tests else ""
-
-
-def summarize(questions: Iterable[str], up: Mapping[str, Sequence[str]], found: Mapping[str, set[str]],
-              times: Mapping[str, Sequence[tuple[str, str]]]) -> dict[str, _Summary]:
-    """What :meth:`TraceReader.marks` makes of the nodes read: each node's marks and times counted
-    for the nearest Question above it (``up``: a node's derivation links), kept for ``questions``."""
-    owners = set(questions) | {n for n, m in found.items() if "question" in m}
-    wanted = set(questions)
-    marks: dict[str, _Summary] = defaultdict(_Summary)
-    for node in found.keys() | times.keys():
-        owner = _nearest(node, owners, up)
-        if owner not in wanted:
-            continue
-        summary = marks[owner]
-        kinds = found.get(node, set())
-        summary.marks |= kinds - {"question", "retrieval", "approval"}
-        summary.analyses += "analysis" in kinds
-        summary.retrievals += "retrieval" in kinds
-        if "approval" in kinds:  # a person's decision, maybe long after: not the session's time
-            continue
-        for mark, text in times.get(node, ()):
-            when = epoch_ns(text)
-            if when is None:
-                continue
-            if mark == "start" and (summary.start is None or when < summary.start):
-                summary.start = when
-            if mark == "finish" and (summary.end is None or when > summary.end):
-                summary.end = when
-    return marks
-
-
-def _nearest(node: str, questions: set[str], up: Mapping[str, Sequence[str]]) -> str | None:
-    """The first Question met going up the derivation links from ``node`` (itself included)."""
-    frontier, seen = [node], {node}
-    while frontier:
-        for n in frontier:
-            if n in questions:
-                return n
-        frontier = [o for n in frontier for o in up.get(n, ()) if o not in seen]
-        seen.update(frontier)
-    return None
 
 
 @dataclass

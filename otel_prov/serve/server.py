@@ -7,11 +7,10 @@ import socket
 import time
 
 from ..settings import ServeSettings
-from ..stores import OXIGRAPH, backlog_probe, open_for_writing
+from ..stores import backlog_probe, open_for_writing
 from .grpc_transport import GrpcTransport
 from .http_server import HttpLimits
 from .http_transport import HttpTransport
-from .listing import SessionLister
 from .receiver import Receiver
 from .retention import Pruner
 from .workers import WorkerPool
@@ -54,7 +53,6 @@ class Server:
         self.grpc: GrpcTransport | None = None
         self.http: HttpTransport | None = None
         self.pruner: Pruner | None = None
-        self.lister: SessionLister | None = None
         self._stopped = False
         try:
             if settings.grpc_port is not None:
@@ -64,8 +62,6 @@ class Server:
                 self.receiver.transport_stats["http_connections"] = self.http.stats
             if settings.prune_older_than is not None:
                 self.pruner = Pruner(settings)
-            if settings.store.scheme == OXIGRAPH and settings.store.path is not None:
-                self.lister = SessionLister(settings.store)
         except BaseException:
             self.stop(0)
             raise
@@ -88,8 +84,6 @@ class Server:
         started = time.monotonic()
         if self.pruner is not None:
             self.pruner.stop(min(timeout, 10.0))  # a batch cut short: the rest at the next start
-        if self.lister is not None:
-            self.lister.stop(min(timeout, 10.0))  # what is left: computed by the next listing
         drained = self.receiver.drain(timeout)
         if self.grpc is not None:
             self.grpc.stop(grace=1.0)

@@ -20,12 +20,11 @@ from typing import Any, cast
 import rdflib
 
 from .base import AppendStore, QueryResult, ReadStore, Remote, Row, StoreSpec, Term, WriteStore
-from .sessions import SessionEntry, SessionIndex, SessionLabel, SessionQuery, mark_stale
+from .sessions import mark_stale
 
 __all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "QueryResult", "ReadStore", "Remote", "Row",
-           "SessionEntry", "SessionIndex", "SessionLabel", "SessionQuery", "mark_stale",
            "StoreSpec", "Term", "WriteStore", "backlog_probe", "check_store", "check_url", "default_store",
-           "open_for_reading", "open_for_writing", "parse_store"]
+           "mark_stale", "open_for_reading", "open_for_writing", "parse_store"]
 
 BACKENDS: dict[str, str] = {
     "oxigraph": "otel_prov.stores.logstore",

@@ -78,10 +78,15 @@ def _is_auto_instrumentation(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "sitecustomize.py")) and "auto_instrumentation" in path
 
 
+SESSIONS_BUDGET = 30.0
+"""Seconds the folder computes rows of the session index, at most, once it has folded."""
+
+
 def fold_with_lock(store: Path, lock_fd: int) -> int:
     """Open the index (waiting for it to be free), fold everything, close it; the records folded."""
     from .indexer import FOLD_BYTES, Indexer
     from .oxigraph import Locked, OxigraphStore
+    from .sessions import update
 
     deadline = time.monotonic() + OPEN_TIMEOUT
     while True:
@@ -102,6 +107,7 @@ def fold_with_lock(store: Path, lock_fd: int) -> int:
             if folded < 0:
                 break
             total += folded
+        update(index, store, SESSIONS_BUDGET)  # rows of the session index: what is left, the next indexer
         return total
     finally:
         index.close()

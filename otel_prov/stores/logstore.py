@@ -83,6 +83,10 @@ READ_LOG_BYTES = 256 * 1024 * 1024
 past it, each writer's first operations are shown and the rest is reported as not shown."""
 FINAL_FOLD_BYTES = FOLD_BYTES // 8
 """Rounds of the fold a closing writer does are this small, so it can stop at its deadline."""
+SESSIONS_BUDGET = 0.25
+"""Seconds the indexing thread computes rows of the session index between two looks at the log."""
+CLOSE_SESSIONS_BUDGET = 2.0
+"""Seconds a closing writer computes rows of the session index, at most (the next indexer: the rest)."""
 HAND_OVER_BYTES = 1024 * 1024
 """A closing exporter hands the fold to a background process (:mod:`.folder`) when at least this
 much of the log is left to fold (less folds here in milliseconds: not worth starting a process)."""
@@ -128,6 +132,8 @@ class IndexerService:
         """When the indexer first saw the log's unfolded part (since the last fold)."""
         self._seen = 0
         """The unfolded bytes it saw at its last look."""
+        self._rows_due = True
+        """Whether rows of the session index may be left to compute (:mod:`.sessions`)."""
         self.take()  # an index that cannot be opened is an error now, not later
         self._thread = threading.Thread(target=self._run, name="otel-prov-indexer", daemon=True)
         self._thread.start()
@@ -176,6 +182,9 @@ class IndexerService:
                 if self._due():
                     self.fold()
                     self._since, self._seen = None, 0
+                    self._rows_due = True
+                elif self._rows_due:  # between rounds: the session index's rows of what was folded
+                    self._rows_due = not self.update_sessions(SESSIONS_BUDGET)
             except Exception as exc:  # the log keeps everything: reopen the index, try again
                 self.errors += 1
                 if not self._failing or self.errors % 100 == 0:
@@ -192,6 +201,14 @@ class IndexerService:
                                    self.path)
         if self._release_on_stop:  # close() handed the fold over during a round: let the folder in
             self._drop()
+
+    def update_sessions(self, budget: float | None) -> bool:
+        """Compute rows of the session index for about ``budget`` seconds (:func:`.sessions.update`);
+        whether none is left."""
+        with self._mutex:
+            if self.index is None:
+                return True
+            return sessions.update(self.index, self.path, budget)
 
     def _due(self) -> bool:
         """Whether to fold now: when the log has stopped growing (its writers paused), or what is
@@ -254,6 +271,9 @@ class IndexerService:
         try:
             if deadline is None or time.monotonic() < deadline:
                 self._fold_rest(deadline)
+            if self.index is not None and (deadline is None or time.monotonic() < deadline):
+                left = CLOSE_SESSIONS_BUDGET if deadline is None else deadline - time.monotonic()
+                self.update_sessions(min(CLOSE_SESSIONS_BUDGET, left))  # the rest: the next indexer
         finally:
             self._drop()
 
@@ -480,7 +500,9 @@ def fold(path: Path, *, compact: bool = False) -> int | None:
         index = OxigraphStore(path)
         try:
             folded = Indexer(path, index).fold_all()
+            sessions.update(index, path)  # the rows of what was folded (all of them, if none yet)
             if compact:
+                sessions.compact(path)
                 rebuild.build(path, index.inner)
         finally:
             index.close()

@@ -1,10 +1,12 @@
-"""The session index of an on-disk store (otel_prov/stores/sessions.py, read/sessions.py): a listing
-read from it equals the listing computed from the graph, for every filter, sort and page, and stays
-equal as sessions are added, sub-traces attached, sessions erased, and the index lost or rebuilt."""
+"""The session index of an on-disk store (otel_prov/stores/sessions.py): a listing read from it equals
+the listing computed from the graph, for every filter, sort and page, and stays equal as sessions are
+added (rows computed by the indexing process, or by the reader for what it has not computed yet),
+sessions erased, and the index lost or rebuilt."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,10 +19,11 @@ from otel_prov import ProvSpanExporter, agent_session
 from otel_prov.read.model import COMPLETE, FAILED, UNFINISHED, SessionFilter, SessionRow
 from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, parse_store
-from otel_prov.stores.sessions import index_file
+from otel_prov.stores.sessions import SessionIndex, index_file
 from tests.support.cli import fill
 from tests.support.erasing import files_holding, token
 from tests.support.runs import record_runs
+from tests.support.stores import fold
 
 
 def both(path: Path, **kw: object) -> tuple[list[SessionRow], list[SessionRow], int, int]:
@@ -32,7 +35,7 @@ def both(path: Path, **kw: object) -> tuple[list[SessionRow], list[SessionRow], 
         listed = indexed.sessions(**kw)  # type: ignore[arg-type]
         count = indexed.count_sessions(**{k: v for k, v in kw.items()  # type: ignore[arg-type]
                                           if k in ("kind", "collection", "where")})
-        assert indexed.session_index() is not None
+        assert indexed.session_index() is not None, "listed from the graph, not from the index"
         label = store.sessions  # type: ignore[attr-defined]
         store.sessions = None  # type: ignore[attr-defined]
         graph = TraceReader(store)
@@ -141,9 +144,15 @@ def test_new_sessions_erasure_and_a_lost_index_keep_the_listing_exact(tmp_path: 
     listed = same(path)
     assert added[7] not in {r.id for r in listed} and len(listed) == len(before) + 11
     assert files_holding(path / "sessions", secret) == []
-    # lost: built again from the graph by the next listing
+    # lost: listed from the graph, then built again by the next process to index the store
     for name in list(index_file(path).parent.iterdir()):
         name.unlink()
+    store = open_for_reading(parse_store(str(path)))
+    try:
+        assert TraceReader(store).session_index() is None
+    finally:
+        store.close()
+    fold(path)
     assert [r.id for r in same(path)] == [r.id for r in listed]
     # marked stale (check --rebuild): built again, equal
     assert main(["check", "--rebuild", str(path)]) == 0
@@ -175,3 +184,32 @@ def test_a_reader_lists_what_it_replayed_from_the_log_before_any_fold(tmp_path: 
     finally:
         store.close()
     assert "stale" not in {r.question for r in rows} and stale in {r.id for r in rows}
+
+
+def test_the_indexing_process_computes_the_rows_and_a_reader_what_is_left(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    fill(path)
+    exporter = ProvSpanExporter(store=str(path))  # a live writer: it indexes the store
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        for n in range(15):
+            with agent_session(f"live question {n}", tracer_provider=provider) as session:
+                session.conclude("ok")
+        index = SessionIndex(path, read_only=True)
+        try:
+            deadline = time.monotonic() + 30
+            while index.due() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert index.due() == [], "the indexing process did not compute the rows"
+        finally:
+            index.close()
+        assert sum(r.question.startswith("live question") for r in same(path)) == 15
+        # noted by the fold and not computed yet (the writer paused): the reader computes them
+        with agent_session("one more live question", tracer_provider=provider) as session:
+            session.conclude("ok")
+        provider.force_flush()
+        listed = same(path)
+        assert "one more live question" in {r.question for r in listed}
+    finally:
+        provider.shutdown()
