@@ -1,28 +1,31 @@
 """A big store answers at once: list, filter and show against store size (issue 20, item 7).
 
 For each multiple of the load (``--sizes``, default 1, 10, 100; the load is ``--spans`` agent spans
-of ``bench_ingest.py``, ~37 quads a session), a store is filled by bulk-loading the load's quads
-that many times under distinct session IRIs (outside the timing), so its session index does not
-exist yet.  Then:
+of ``bench_ingest.py``, 16,400 by default: ~100,000 quads, so 100x is ~10 M quads), a store is filled
+by bulk-loading the load's quads that many times under distinct session IRIs (outside the timing),
+so its session index does not exist yet.  Then:
 
-1. the first listing, which builds the session index from the graph (once per store);
+1. a writer's fold, which builds the session index from the graph (once per store: an older store,
+   a bulk load, ``check --rebuild``);
 2. as whole processes, ``--repeats`` times each: ``otel-prov list --limit 10``, the same with a
    filter (a collection, a status, a text, a time range), ``otel-prov show IRI``;
 3. the web view (in this process, on a free port), ``--requests`` times each: ``/api/sessions``
    (a page, then each filter), ``/api/sessions/IRI``, the list page, a session's page;
-4. on the largest store: ``otel-prov serve`` ingesting new sessions while a client polls
+4. on the largest store: ``otel-prov serve`` ingesting ``--background`` spans/s of other sessions
+   (paced requests of 100 spans) while sessions are exported one at a time and a client polls
    ``/api/sessions`` for each: how long after its export returned each is listed;
 5. on the largest store: ``otel-prov delete`` of one session, and ``otel-prov prune`` of ~1%
    (both rebuild the index, so the erased text leaves the files).
 
 Printed: median and 95th percentile of each (seconds or milliseconds), and quads in the store.
 
-    python benchmarks/bench_bigstore.py [--spans 160000] [--sizes 1,10,100]
+    python benchmarks/bench_bigstore.py [--spans 16400] [--sizes 1,10,100] [--background 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import statistics
@@ -40,11 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyoxigraph  # noqa: E402
 
 from benchmarks.bench_ingest import build_requests, build_spans, send_all  # noqa: E402
+from benchmarks.bench_sustained import with_new_trace_ids  # noqa: E402
 from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
 from otel_prov.model.quads import nquads  # noqa: E402
 from otel_prov.settings import UiSettings  # noqa: E402
-from otel_prov.stores import parse_store  # noqa: E402
+from otel_prov.stores import parse_store, sessions  # noqa: E402
+from otel_prov.stores.oxigraph import OxigraphStore  # noqa: E402
 from otel_prov.web import create_app, runner  # noqa: E402
 from tests.support.procs import clean_env, start_serve  # noqa: E402
 
@@ -126,39 +131,49 @@ def measure(store: Path, args: argparse.Namespace) -> None:
 def listable(store: Path, workdir: Path, args: argparse.Namespace) -> None:
     """Sessions exported to ``serve`` (one request each, while others keep it busy) until each is in
     ``/api/sessions`` of a web view on the same store."""
-    spans = build_spans(args.listable * 10)
-    requests = build_requests(spans, 10)  # one agent session (10 spans) a request
+    spans = build_spans(args.listable * 12, steps=5)  # "What is k times 5?": in no other session
+    requests = build_requests(spans, 12)  # one agent session (12 spans) a request
     serve = start_serve(store, workdir / "serve.log")
     running = runner.start(create_app(UiSettings(store=parse_store(str(store)), port=0)), "127.0.0.1", 0)
     stop = threading.Event()
-    background = build_requests(build_spans(args.spans // 10), 512)
+    background = build_requests(build_spans(20_000), 100)
+    pace = 100 / args.background if args.background else 0.0
+    sent = {"spans": 0, "seconds": 0.0}
 
     def busy() -> None:
-        while not stop.is_set():
-            send_all(serve.grpc_port, background, 2, 60)
+        started = time.perf_counter()
+        for k in itertools.count():
+            if stop.is_set():
+                break
+            request = with_new_trace_ids([background[k % len(background)]], k // len(background))
+            sent["spans"] += send_all(serve.grpc_port, request, 1, 60)[1]
+            if pace:
+                stop.wait(max(0.0, started + (k + 1) * pace - time.perf_counter()))
+        sent["seconds"] = time.perf_counter() - started
 
     loader = threading.Thread(target=busy, daemon=True)
     loader.start()
     delays: list[float] = []
     try:
+        time.sleep(2)  # the background load under way
         for request in requests[:args.listable]:
-            question = re.search(rb"What is \d+ times \d+\?", request[0])
+            question = re.search(rb"What is \d+ times 5\?", request[0])
             assert question is not None
-            t = time.perf_counter()
             send_all(serve.grpc_port, [request], 1, 60)
             acked = time.perf_counter()
             words = urllib.parse.quote(question.group(0).decode())
-            while time.perf_counter() - acked < 30:
+            while time.perf_counter() - acked < 60:
                 _, body = get(f"{running.url.rstrip('/')}/api/sessions?limit=5&text={words}")
                 if json.loads(body)["sessions"]:
                     break
             delays.append(time.perf_counter() - acked)
-            del t
     finally:
         stop.set()
         loader.join(120)
         running.stop()
         serve.terminate(300)
+    rate = sent["spans"] / sent["seconds"] if sent["seconds"] else 0
+    print(f"  serve ingesting {rate:,.0f} spans/s of other sessions meanwhile", flush=True)
     print(f"  listable after its export returned, while serve ingests ({len(delays)} sessions): "
           f"{figures(delays)}", flush=True)
 
@@ -166,11 +181,13 @@ def listable(store: Path, workdir: Path, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", type=int, default=160_000, help="the load (default 160,000 spans)")
+    parser.add_argument("--spans", type=int, default=16_400, help="the load (default 16,400 spans)")
     parser.add_argument("--sizes", default="1,10,100", help="multiples of the load in the store")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each command (default 5)")
     parser.add_argument("--requests", type=int, default=40, help="requests of each page (default 40)")
     parser.add_argument("--listable", type=int, default=20, help="sessions timed until listed (default 20)")
+    parser.add_argument("--background", type=float, default=2000,
+                        help="spans/s serve ingests meanwhile (default 2,000; 0: as fast as it takes them)")
     parser.add_argument("--skip-erase", action="store_true", help="no delete and prune timings")
     parser.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
     args = parser.parse_args(argv)
@@ -185,9 +202,15 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             quads = fill(store, data, size)
             filled = time.perf_counter() - t
-            built = cli(store, "list", "--limit", "1")
-            print(f"{size}x: {quads:,} quads (filled in {filled:.0f} s); the first listing, which builds the "
-                  f"session index: {built:.1f} s", flush=True)
+            t = time.perf_counter()
+            index = OxigraphStore(store)  # what the indexing process does when it finds no rows
+            try:
+                assert sessions.update(index, store)
+            finally:
+                index.close()
+            built = time.perf_counter() - t
+            print(f"{size}x: {quads:,} quads (filled in {filled:.0f} s); a writer builds the session "
+                  f"index: {built:.1f} s", flush=True)
             measure(store, args)
             if size == sizes[-1]:
                 listable(store, workdir, args)
