@@ -256,14 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
              "writes what can be written again without losing anything (the index's lost CURRENT file,\n"
              "an interrupted rebuild).  --rebuild folds the log and rebuilds the index from what it\n"
              "holds: what delete and prune removed then leaves the store's files (they do it themselves\n"
-             "when no other process indexes the store).")
+             "when no other process indexes the store); the session index's rows are built again too.")
     p.add_argument("store_path", nargs="?", metavar="STORE", help=_STORE_HELP)
     _common(p)
     p.add_argument("--repair", action="store_true",
                    help="repair what can be repaired without losing anything")
     p.add_argument("--rebuild", action="store_true",
-                   help="fold the log and rebuild the index from what it holds (no other process may "
-                        "be indexing the store: stop serve first)")
+                   help="fold the log and rebuild the index and the session index from what it holds "
+                        "(no other process may be indexing the store: stop serve first)")
 
     _seal_parsers(sub)
 
