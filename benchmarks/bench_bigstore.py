@@ -189,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--background", type=float, default=2000,
                         help="spans/s serve ingests meanwhile (default 2,000; 0: as fast as it takes them)")
     parser.add_argument("--skip-erase", action="store_true", help="no delete and prune timings")
-    parser.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
+    parser.add_argument("--keep", type=Path, help="build the stores in this directory and keep them (a store "
+                        "already there is used as it is)")
+    parser.add_argument("--only", choices=("listable",), help="on the largest store, only the listable run")
     args = parser.parse_args(argv)
     spans = build_spans(args.spans)
     data = nquads(map_spans([from_sdk(s) for s in spans]).quads).decode("utf-8")
@@ -199,28 +201,36 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [int(s) for s in args.sizes.split(",")]
         for size in sizes:
             store = workdir / f"size{size}"
-            t = time.perf_counter()
-            quads = fill(store, data, size)
-            filled = time.perf_counter() - t
-            t = time.perf_counter()
-            index = OxigraphStore(store)  # what the indexing process does when it finds no rows
-            try:
-                assert sessions.update(index, store)
-            finally:
-                index.close()
-            built = time.perf_counter() - t
-            print(f"{size}x: {quads:,} quads (filled in {filled:.0f} s); a writer builds the session "
-                  f"index: {built:.1f} s", flush=True)
-            measure(store, args)
+            if (store / "CURRENT").exists() and args.keep:  # kept from an earlier run: as it was
+                print(f"{size}x: the store kept in {store}", flush=True)
+            else:
+                build(store, data, size)
+            if args.only != "listable":
+                measure(store, args)
             if size == sizes[-1]:
                 listable(store, workdir, args)
-                if not args.skip_erase:
+                if not args.skip_erase and args.only != "listable":
                     iri = first_iri(store)
                     took = cli(store, "delete", iri)
                     print(f"  otel-prov delete (one session; index rebuilt)  {took:.1f} s")
                     print(f"  otel-prov prune --older-than 365d (~1%)          "
                           f"{cli(store, 'prune', '--older-than', '365d'):.1f} s", flush=True)
     return 0
+
+
+def build(store: Path, data: str, size: int) -> None:
+    t = time.perf_counter()
+    quads = fill(store, data, size)
+    filled = time.perf_counter() - t
+    t = time.perf_counter()
+    index = OxigraphStore(store)  # what the indexing process does when it finds no rows
+    try:
+        assert sessions.update(index, store)
+    finally:
+        index.close()
+    built = time.perf_counter() - t
+    print(f"{size}x: {quads:,} quads (filled in {filled:.0f} s); a writer builds the session "
+          f"index: {built:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

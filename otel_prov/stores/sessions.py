@@ -405,6 +405,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     texts TEXT NOT NULL, seq INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS sessions_time ON sessions (time DESC, q DESC);
 CREATE INDEX IF NOT EXISTS sessions_coll ON sessions (coll, time DESC);
+CREATE INDEX IF NOT EXISTS sessions_status ON sessions (status);
 """
 _COLUMNS = ("q", "flow", "sub_flow", "iri_flow", "question", "time", "trace", "coll", "status", "steps",
             "duration", "agents", "services", "tools", "models", "texts")
@@ -644,8 +645,9 @@ class Listing:
         db.executemany("INSERT OR IGNORE INTO temp.hidden VALUES (?)", ((q,) for q in hidden))
         db.executemany(f"INSERT INTO temp.fresh VALUES ({', '.join('?' * len(_COLUMNS))})",
                        (_values(row) for row in fresh))
-        self._rows = (f"(SELECT {', '.join(_COLUMNS)} FROM main.sessions WHERE q NOT IN "
-                      f"(SELECT q FROM temp.hidden) UNION ALL SELECT {', '.join(_COLUMNS)} FROM temp.fresh)")
+        self._overlay = bool(fresh) or any(True for _ in db.execute("SELECT 1 FROM temp.hidden LIMIT 1"))
+        """Whether rows are listed in the place of the index's (else the index's table answers alone,
+        its indexes serving the order and the page)."""
 
     @classmethod
     def open(cls, store: ReadStore, label: SessionLabel) -> Listing | None:
@@ -681,30 +683,43 @@ class Listing:
 
     def select(self, query: SessionQuery, limit: int | None = None, offset: int = 0) -> list[SessionEntry]:
         where, args = _where(query)
-        page = ""
-        if limit is not None:
-            page = " LIMIT ? OFFSET ?"
-            args += [int(limit), int(offset)]
-        elif offset:
-            page = " LIMIT -1 OFFSET ?"
-            args.append(int(offset))
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM {self._rows} {where} ORDER BY {_ORDER[query.sort]}{page}"
-        return [_row(values) for values in self.index.db.execute(sql, args)]
+        columns, order = ", ".join(_COLUMNS), _ORDER[query.sort]
+        page = "" if limit is None else f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        if limit is None and offset:
+            page = f" LIMIT -1 OFFSET {int(offset)}"
+        if not self._overlay:
+            sql = f"SELECT {columns} FROM main.sessions {where} ORDER BY {order}{page}"
+            return [_row(values) for values in self.index.db.execute(sql, args)]
+        kept = f"{where} {'AND' if where else 'WHERE'} q NOT IN (SELECT q FROM temp.hidden)"
+        first = "" if limit is None else f" LIMIT {int(limit) + int(offset)}"  # the index's part: its page
+        sql = (f"SELECT {columns} FROM (SELECT * FROM (SELECT {columns} FROM main.sessions {kept} "
+               f"ORDER BY {order}{first}) UNION ALL SELECT {columns} FROM temp.fresh {where}) "
+               f"ORDER BY {order}{page}")
+        return [_row(values) for values in self.index.db.execute(sql, args + args)]
 
     def count(self, query: SessionQuery) -> int:
         where, args = _where(query)
-        return int(self.index.db.execute(f"SELECT COUNT(*) FROM {self._rows} {where}", args).fetchone()[0])
+        db = self.index.db
+        if not self._overlay:
+            return int(db.execute(f"SELECT COUNT(*) FROM main.sessions {where}", args).fetchone()[0])
+        kept = f"{where} {'AND' if where else 'WHERE'} q NOT IN (SELECT q FROM temp.hidden)"
+        return (int(db.execute(f"SELECT COUNT(*) FROM main.sessions {kept}", args).fetchone()[0])
+                + int(db.execute(f"SELECT COUNT(*) FROM temp.fresh {where}", args).fetchone()[0]))
 
     def stamp(self) -> str:
         """Changes whenever a session starts, ends or fails (what a live view polls)."""
-        row = self.index.db.execute(
-            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE status = {COMPLETE}), "
-            f"COUNT(*) FILTER (WHERE status = {FAILED}) FROM {self._rows}").fetchone()
-        return f"{row[0]}-{row[1]}-{row[2]}"
+        counts = [self.count(SessionQuery()), self.count(SessionQuery(status=COMPLETE)),
+                  self.count(SessionQuery(status=FAILED))]
+        return "-".join(map(str, counts))
 
     def collections(self) -> list[str]:
-        return [c for (c,) in self.index.db.execute(
-            f"SELECT DISTINCT coll FROM {self._rows} WHERE coll IS NOT NULL ORDER BY coll")]
+        kept = " AND q NOT IN (SELECT q FROM temp.hidden)" if self._overlay else ""
+        found = {c for (c,) in self.index.db.execute(
+            f"SELECT DISTINCT coll FROM main.sessions WHERE coll IS NOT NULL{kept}")}
+        if self._overlay:
+            found |= {c for (c,) in self.index.db.execute(
+                "SELECT DISTINCT coll FROM temp.fresh WHERE coll IS NOT NULL")}
+        return sorted(found)
 
 
 # -- the indexing process --------------------------------------------------------------------------
