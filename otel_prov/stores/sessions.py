@@ -333,8 +333,10 @@ def questions_of(store: ReadStore, keys: Sequence[str]) -> list[str]:
     """The Questions whose rows ``keys`` (:func:`session_key`) may have changed: each key's session
     (a key of another pattern: the nearest Question upstream of it), and the top-level session a
     sub-trace is part of (its texts, tools and models are the top's too)."""
-    questions = set()
-    for key in keys:
+    values = " ".join(f"<{k}>" for k in keys)
+    questions = {row["k"] for row in _select(store, f"""
+SELECT DISTINCT ?k WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ VALUES ?k {{ {values} }} ?k tg:query ?text }} }}""")}
+    for key in sorted(set(keys) - questions):  # a key of another pattern, or a session no longer there
         question = _nearest_question(store, key)
         if question is not None:
             questions.add(question)
