@@ -1,0 +1,223 @@
+"""The ``trustgraph`` profile read by TrustGraph's own reader: ``ExplainabilityClient`` of
+trustgraph-base 2.11.1 (installed by `.ci/setup --test`), over the example flows' real SDK spans
+mapped with ``profile="trustgraph"``, reaches the end of every flow, with the steps and answers our
+own reader shows of the same store."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pyoxigraph as ox
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_prov.examples.rag import doc_rag, graph_rag
+from otel_prov.examples.react_agent import run_agent
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.trustgraph import to_trustgraph
+from otel_prov.model.quads import nquads
+from otel_prov.read.datasets import _record
+from otel_prov.read.reader import TraceReader
+from otel_prov.stores import open_for_reading, open_for_writing, parse_store
+from tests.support.procs import in_ci
+
+GRAPH = "urn:graph:retrieval"
+
+
+def _explainability() -> ModuleType:
+    """TrustGraph's reader, ``trustgraph/api/explainability.py``, loaded from the installed package
+    as it is: it needs only the standard library and its sibling ``types.py``, while the package
+    ``trustgraph.api`` imports the whole service client (prometheus_client, pulsar, aiohttp...)."""
+    spec = importlib.util.find_spec("trustgraph")
+    if spec is None or not spec.submodule_search_locations:
+        if in_ci():
+            raise ImportError("trustgraph-base is not installed (bash .ci/setup --test installs it)")
+        pytest.skip("trustgraph-base is not installed (bash .ci/setup --test installs it)")
+    api = Path(next(iter(spec.submodule_search_locations))) / "api"
+    package = ModuleType("_tg_api")
+    package.__path__ = [str(api)]
+    sys.modules.setdefault("_tg_api", package)
+    loaded = []
+    for name in ("types", "explainability"):
+        full = f"_tg_api.{name}"
+        if full not in sys.modules:
+            module_spec = importlib.util.spec_from_file_location(full, api / f"{name}.py")
+            assert module_spec is not None and module_spec.loader is not None
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[full] = module
+            module_spec.loader.exec_module(module)
+        loaded.append(sys.modules[full])
+    return loaded[-1]
+
+
+def _wire(term: Any) -> dict[str, Any]:
+    """A pyoxigraph term as TrustGraph's wire format (``{"t": "i", "i": ...}``, ``"l"``, ``"t"``)."""
+    if isinstance(term, ox.NamedNode):
+        return {"t": "i", "i": term.value}
+    if isinstance(term, ox.Literal):
+        return {"t": "l", "v": term.value}
+    if isinstance(term, ox.Triple):
+        return {"t": "t", "tr": {"s": _wire(term.subject), "p": _wire(term.predicate),
+                                 "o": _wire(term.object)}}
+    raise AssertionError(f"a term TrustGraph never writes: {term!r}")
+
+
+class TriplesFlow:
+    """What ExplainabilityClient calls on a TrustGraph flow: ``triples_query``, a triple pattern
+    (IRIs as text, as TrustGraph passes them) in a graph, answered from a pyoxigraph store."""
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store = store
+        self.queries = 0
+
+    def triples_query(self, s: str | None = None, p: str | None = None, o: str | None = None,
+                      g: str | None = None, collection: str | None = None,
+                      limit: int = 100) -> list[dict[str, Any]]:
+        self.queries += 1
+
+        def node(value: str | None) -> ox.NamedNode | None:
+            return None if value is None else ox.NamedNode(value)
+
+        found = self.store.quads_for_pattern(node(s), node(p), node(o), node(g))
+        return [{"s": _wire(q.subject), "p": _wire(q.predicate), "o": _wire(q.object)}
+                for q, _ in zip(found, range(limit), strict=False)]
+
+
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The three example flows (the agent runs a DocRAG sub-trace), real SDK spans mapped with the
+    trustgraph profile, in a pyoxigraph store and in our embedded store."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    results = {"agent": run_agent(tracer_provider=provider), "graphrag": graph_rag(tracer_provider=provider),
+               "docrag": doc_rag(tracer_provider=provider)}
+    provider.shutdown()
+    update = TraceMapper("trustgraph").map([_record(s) for s in memory.get_finished_spans()])
+    data = nquads(update.add)
+    store = ox.Store()
+    store.load(data, format=ox.RdfFormat.N_QUADS)
+    path = tmp_path_factory.mktemp("tgstore") / "store"
+    spec = parse_store(f"oxigraph:{path}")
+    writer = open_for_writing(spec)
+    try:
+        writer.add(data, len(update.add))
+    finally:
+        writer.close()
+    return {"results": results, "store": store, "spec": spec, "quads": update.add}
+
+
+def _ours(flows: dict[str, Any], question: str) -> Any:
+    reader_store = open_for_reading(flows["spec"])
+    try:
+        return TraceReader(reader_store).trace(question)[0]
+    finally:
+        reader_store.close()
+
+
+def _client(flows: dict[str, Any]) -> Any:
+    return _explainability().ExplainabilityClient(TriplesFlow(flows["store"]), retry_delay=0,
+                                                   max_retries=2)
+
+
+def _document(flows: dict[str, Any], entity: Any) -> str:
+    """The text of a step's ``tg:document`` (what TrustGraph's librarian would hand out)."""
+    texts = [q.object.value for q in flows["store"].quads_for_pattern(
+        ox.NamedNode(entity.document), ox.NamedNode("https://trustgraph.ai/ns/content"), None, None)]
+    assert len(texts) == 1, entity
+    return texts[0]
+
+
+def test_sessions_listed(flows: dict[str, Any]) -> None:
+    client = _client(flows)
+    listed = client.list_sessions()
+    assert sorted(q.question_type for q in listed) == ["agent", "document-rag", "graph-rag"]
+    reader_store = open_for_reading(flows["spec"])
+    try:
+        ours = TraceReader(reader_store).sessions()
+    finally:
+        reader_store.close()
+    assert sorted(q.uri for q in listed) == sorted(row.id for row in ours)
+
+
+@pytest.mark.parametrize("kind", ["graphrag", "docrag"])
+def test_rag_flow_read_to_the_end(flows: dict[str, Any], kind: str) -> None:
+    client = _client(flows)
+    question = next(q for q in client.list_sessions()
+                    if q.question_type == {"graphrag": "graph-rag", "docrag": "document-rag"}[kind])
+    ours = _ours(flows, question.uri)
+    trace = (client.fetch_graphrag_trace if kind == "graphrag" else client.fetch_docrag_trace)(question.uri)
+    assert trace["question"].query == ours.question == flows["results"][kind].question
+    assert trace["grounding"] is not None and trace["grounding"].concepts == []  # none recorded
+    steps = {step.kind: step for step in ours.steps}
+    exploration = trace["exploration"]
+    assert exploration.uri == steps["Exploration"].iri
+    if kind == "graphrag":
+        assert exploration.edge_count == int(steps["Exploration"].value("edgeCount") or -1) == 8
+        focus = trace["focus"]
+        assert focus.uri == steps["Focus"].iri
+        # the store's order, not the selection's: compared as sets
+        assert sorted((e.uri, e.reasoning) for e in focus.edge_selections) == sorted(
+            (e.iri, e.reasoning) for e in steps["Focus"].edges)
+        assert len(focus.edge_selections) > 0
+    else:
+        assert exploration.chunk_count == int(steps["Exploration"].value("chunkCount") or -1) > 0
+    synthesis = trace["synthesis"]
+    assert synthesis is not None and synthesis.uri == steps["Synthesis"].iri
+    assert _document(flows, synthesis) == steps["Synthesis"].value("content") == flows["results"][kind].answer
+
+
+def test_agent_flow_read_to_the_end(flows: dict[str, Any]) -> None:
+    client = _client(flows)
+    question = next(q for q in client.list_sessions() if q.question_type == "agent")
+    ours = _ours(flows, question.uri)
+    result = flows["results"]["agent"]
+    trace = client.fetch_agent_trace(question.uri)
+    assert trace["question"].query == ours.question
+    steps = trace["steps"]
+    analyses = [s for s in steps if type(s).__name__ == "Analysis"]
+    observations = [s for s in steps if type(s).__name__ == "Observation"]
+    ours_analyses = [s for s in ours.steps if s.kind == "Analysis"]
+    assert [a.uri for a in analyses] == [s.iri for s in ours_analyses]
+    assert [(a.action, a.arguments, a.thought) for a in analyses] == [
+        (s.value("action") or "", s.value("arguments") or "", s.value("thought") or "")  # "" when none
+        for s in ours_analyses]
+    # one Observation per iteration, its document the observation ours shows
+    assert [o.uri for o in observations] == [s.iri + "/observation" for s in ours_analyses]
+    assert [_document(flows, o) if o.document else None for o in observations] == [
+        s.value("observation") for s in ours_analyses]
+    assert [t.observation for t in result.turns] == [
+        s.value("observation") for s in ours_analyses if s.value("observation") is not None]
+    # the document search's DocRAG sub-trace, read to its end
+    subs = [s for s in steps if isinstance(s, dict)]
+    assert len(subs) == 1 and subs[0]["trace"]["synthesis"] is not None
+    # the end: the Conclusion, its document the answer
+    conclusions = [s for s in steps if type(s).__name__ == "Conclusion"]
+    assert len(conclusions) == 1  # (the reader walks depth first: the sub-trace may come after it)
+    conclusion = conclusions[0]
+    ours_conclusion = next(s for s in ours.steps if s.kind == "Conclusion")
+    assert conclusion.uri == ours_conclusion.iri
+    assert _document(flows, conclusion) == ours_conclusion.value("answer") == result.answer
+
+
+def test_seed_ends_at_the_question_for_trustgraphs_reader(flows: dict[str, Any]) -> None:
+    """Without the profile's Grounding, TrustGraph's reader stops at a RAG trace's Question (what the
+    profile is for): the same quads with what the profile added taken out."""
+    store = ox.Store()
+    seed = [q for q in flows["quads"] if "grounding" not in q[0]]
+    store.load(nquads(seed), format=ox.RdfFormat.N_QUADS)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    question = next(q for q in client.list_sessions() if q.question_type == "graph-rag")
+    trace = client.fetch_graphrag_trace(question.uri)
+    assert trace["question"] is not None and trace["grounding"] is None and trace["synthesis"] is None
+
+
+def test_transform_is_stable(flows: dict[str, Any]) -> None:
+    """Rewriting twice adds nothing (a trace mapped again is rewritten to the same quads)."""
+    assert sorted(to_trustgraph(flows["quads"])) == sorted(flows["quads"])
