@@ -155,6 +155,9 @@ def test_rag_flow_read_to_the_end(flows: dict[str, Any], kind: str) -> None:
     trace = (client.fetch_graphrag_trace if kind == "graphrag" else client.fetch_docrag_trace)(question.uri)
     assert trace["question"].query == ours.question == flows["results"][kind].question
     assert trace["grounding"] is not None and trace["grounding"].concepts == []  # none recorded
+    # our reader shows the Grounding as the first step
+    assert [s.kind for s in ours.steps] == ["Grounding", "Exploration"] + (
+        ["Focus"] if kind == "graphrag" else []) + ["Synthesis"]
     steps = {step.kind: step for step in ours.steps}
     exploration = trace["exploration"]
     assert exploration.uri == steps["Exploration"].iri
@@ -184,6 +187,8 @@ def test_agent_flow_read_to_the_end(flows: dict[str, Any]) -> None:
     analyses = [s for s in steps if type(s).__name__ == "Analysis"]
     observations = [s for s in steps if type(s).__name__ == "Observation"]
     ours_analyses = [s for s in ours.steps if s.kind == "Analysis"]
+    # our reader: each iteration followed by its Observation, then the Conclusion
+    assert [s.kind for s in ours.steps] == ["Analysis", "Observation"] * len(ours_analyses) + ["Conclusion"]
     assert [a.uri for a in analyses] == [s.iri for s in ours_analyses]
     assert [(a.action, a.arguments, a.thought) for a in analyses] == [
         (s.value("action") or "", s.value("arguments") or "", s.value("thought") or "")  # "" when none
