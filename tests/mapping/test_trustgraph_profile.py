@@ -1,10 +1,12 @@
 """The ``trustgraph`` profile read by TrustGraph's own reader: ``ExplainabilityClient`` of
 trustgraph-base 2.11.1 (installed by `.ci/setup --test`), over the example flows' real SDK spans
-mapped with ``profile="trustgraph"``, reaches the end of every flow, with the steps and answers our
-own reader shows of the same store."""
+exported with ``profile="trustgraph"`` into an embedded store and read back through the store's read
+protocol, reaches the end of every flow, with the steps and answers our own reader shows of the same
+store."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -14,16 +16,15 @@ from typing import Any
 import pyoxigraph as ox
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from otel_prov import ProvSpanExporter
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import run_agent
-from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.trustgraph import to_trustgraph
-from otel_prov.model.quads import nquads
-from otel_prov.read.datasets import _record
 from otel_prov.read.reader import TraceReader
-from otel_prov.stores import open_for_reading, open_for_writing, parse_store
+from otel_prov.stores import open_for_reading, parse_store
+from otel_prov.stores.base import IRI, LITERAL
 from tests.support.procs import in_ci
 
 GRAPH = "urn:graph:retrieval"
@@ -88,29 +89,47 @@ class TriplesFlow:
                 for q, _ in zip(found, range(limit), strict=False)]
 
 
-@pytest.fixture(scope="module")
-def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The three example flows (the agent runs a DocRAG sub-trace), real SDK spans mapped with the
-    trustgraph profile, in a pyoxigraph store and in our embedded store."""
-    memory = InMemorySpanExporter()
+def _spans_into_store(path: Path, content_policy: str | None = None) -> tuple[dict[str, Any], Any]:
+    """The three example flows (the agent runs a DocRAG sub-trace) as real SDK spans, exported with
+    ``profile="trustgraph"`` by otel-prov's exporter into an embedded store at ``path``."""
+    spec = parse_store(f"oxigraph:{path}")
     provider = TracerProvider()
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.add_span_processor(SimpleSpanProcessor(ProvSpanExporter(
+        store=f"oxigraph:{path}", profile="trustgraph", content_policy=content_policy)))
     results = {"agent": run_agent(tracer_provider=provider), "graphrag": graph_rag(tracer_provider=provider),
                "docrag": doc_rag(tracer_provider=provider)}
     provider.shutdown()
-    update = TraceMapper("trustgraph").map([_record(s) for s in memory.get_finished_spans()])
-    data = nquads(update.add)
-    store = ox.Store()
-    store.load(data, format=ox.RdfFormat.N_QUADS)
-    path = tmp_path_factory.mktemp("tgstore") / "store"
-    spec = parse_store(f"oxigraph:{path}")
-    writer = open_for_writing(spec)
+    return results, spec
+
+
+def _read_back(spec: Any) -> tuple[ox.Store, list[str]]:
+    """The store's graph read back through its read protocol, in a pyoxigraph store for the
+    adapter's patterns, and as N-Quads lines."""
+    opened = open_for_reading(spec)
     try:
-        writer.add(data, len(update.add))
+        terms = list(opened.quads(GRAPH))
     finally:
-        writer.close()
-    return {"results": results, "store": store, "spec": spec, "quads": update.add}
+        opened.close()
+
+    def term(t: Any) -> ox.NamedNode | ox.Literal:
+        if t.kind == IRI:
+            return ox.NamedNode(t.value)
+        assert t.kind == LITERAL, t
+        if t.language:
+            return ox.Literal(t.value, language=t.language)
+        return ox.Literal(t.value, datatype=ox.NamedNode(t.datatype) if t.datatype else None)
+
+    store = ox.Store()
+    quads = [ox.Quad(term(s), term(p), term(o), ox.NamedNode(GRAPH)) for s, p, o, _ in terms]
+    store.extend(quads)
+    return store, [str(q) for q in quads]
+
+
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    results, spec = _spans_into_store(tmp_path_factory.mktemp("tgstore") / "store")
+    store, lines = _read_back(spec)
+    return {"results": results, "store": store, "spec": spec, "lines": lines}
 
 
 def _ours(flows: dict[str, Any], question: str) -> Any:
@@ -215,8 +234,7 @@ def test_seed_ends_at_the_question_for_trustgraphs_reader(flows: dict[str, Any])
     """Without the profile's Grounding, TrustGraph's reader stops at a RAG trace's Question (what the
     profile is for): the same quads with what the profile added taken out."""
     store = ox.Store()
-    seed = [q for q in flows["quads"] if "grounding" not in q[0]]
-    store.load(nquads(seed), format=ox.RdfFormat.N_QUADS)
+    store.extend(q for q in flows["store"] if "grounding" not in q.subject.value)
     client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
     question = next(q for q in client.list_sessions() if q.question_type == "graph-rag")
     trace = client.fetch_graphrag_trace(question.uri)
@@ -224,5 +242,27 @@ def test_seed_ends_at_the_question_for_trustgraphs_reader(flows: dict[str, Any])
 
 
 def test_transform_is_stable(flows: dict[str, Any]) -> None:
-    """Rewriting twice adds nothing (a trace mapped again is rewritten to the same quads)."""
-    assert sorted(to_trustgraph(flows["quads"])) == sorted(flows["quads"])
+    """The rewrite of its own output is that output: a trace mapped again (or a conversation remapped)
+    is rewritten to the same quads, so the mapper's diffs remove exactly what it wrote."""
+    written = {(str(q.subject), str(q.predicate), str(q.object), str(q.graph_name)) for q in flows["store"]}
+    assert any("/observation" in q[0] for q in written) and any("grounding" in q[0] for q in written)
+    again = to_trustgraph(sorted(written))
+    assert len(again) == len(written) and set(again) == written
+
+
+def test_documents_hold_the_policed_text(tmp_path: Path) -> None:
+    """The content policy applies before the rewrite: an omitted observation makes no document and
+    is nowhere in the store; a hashed answer's document holds the hash."""
+    results, spec = _spans_into_store(tmp_path / "store", "observation=omit,answer=sha256")
+    store, lines = _read_back(spec)
+    observations = [t.observation for t in results["agent"].turns]
+    assert observations and not any(o in line for o in observations for line in lines)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    question = next(q for q in client.list_sessions() if q.question_type == "agent")
+    steps = client.fetch_agent_trace(question.uri)["steps"]
+    kinds = [type(s).__name__ for s in steps if not isinstance(s, dict)]
+    assert kinds.count("Observation") == kinds.count("Analysis") > 0
+    assert all(not s.document for s in steps if type(s).__name__ == "Observation")
+    conclusion = next(s for s in steps if type(s).__name__ == "Conclusion")
+    answer = results["agent"].answer
+    assert _document({"store": store}, conclusion) == hashlib.sha256(answer.encode()).hexdigest()
