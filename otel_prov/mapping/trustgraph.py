@@ -6,7 +6,7 @@ they are mapped, and a trace mapped again is rewritten again to the same quads.
 
 What it changes (everything else of the seed stays as it is, so otel-prov's own readers read it):
 
-- every Question is also a ``prov:Entity`` (TrustGraph types its questions so);
+- every Question is a ``prov:Entity``, not a ``prov:Activity`` (TrustGraph types its questions so);
 - a GraphRAG or DocRAG Exploration, which the seed has ``prov:wasGeneratedBy`` the Question, is
   also ``prov:wasDerivedFrom`` a ``tg:Grounding`` step, itself ``prov:wasDerivedFrom`` the Question:
   ``urn:trustgraph:prov:grounding:{uuid}`` (GraphRAG), ``urn:trustgraph:docrag:{uuid}/grounding``
@@ -42,6 +42,7 @@ DOC_RAG_GROUNDING_SUFFIX = "/grounding"
 OBSERVATION_SUFFIX = "/observation"
 DOCUMENT_SUFFIX = "/document"
 
+_QUESTION = re.compile(r"<urn:trustgraph:(?:agent|question|docrag):[^/>]+>")
 _QUESTION_TYPES = frozenset({NT.tg_AgentQuestion, NT.tg_GraphRagQuestion, NT.tg_DocRagQuestion})
 _ITERATION = re.compile(r"<(urn:trustgraph:agent:[^/>]+/i[0-9]+)>")
 _FINAL = re.compile(r"<urn:trustgraph:agent:([^/>]+)/final>")
@@ -92,6 +93,8 @@ def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
                     _ITERATION.fullmatch(s) or _FINAL.fullmatch(s)):
                 add(s, p, f"<{target.group(1)}{OBSERVATION_SUFFIX}>", g)
                 continue
+        if p == NT.type and o == NT.Activity and _QUESTION.fullmatch(s):
+            continue  # the Question is an entity (below), not an activity
         add(s, p, o, g)
         if p == NT.type:
             if o in _QUESTION_TYPES:

@@ -163,6 +163,13 @@ def test_sessions_listed(flows: dict[str, Any]) -> None:
     finally:
         reader_store.close()
     assert sorted(q.uri for q in listed) == sorted(row.id for row in ours)
+    # every Question (the sub-trace's too) an entity, none an activity, as TrustGraph types them
+    typed = {(q.subject.value, q.object.value) for q in flows["store"].quads_for_pattern(
+        None, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), None, None)}
+    questions = {s for s, o in typed if o == "https://trustgraph.ai/ns/Question"}
+    assert len(questions) == 4
+    assert all((s, "http://www.w3.org/ns/prov#Entity") in typed for s in questions)
+    assert not any(o == "http://www.w3.org/ns/prov#Activity" for _, o in typed)
 
 
 @pytest.mark.parametrize("kind", ["graphrag", "docrag"])
