@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -16,7 +17,8 @@ from typing import Any
 import pyoxigraph as ox
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.trace import SpanKind
 
 from otel_prov import ProvSpanExporter
 from otel_prov.examples.rag import doc_rag, graph_rag
@@ -25,6 +27,7 @@ from otel_prov.mapping.trustgraph import to_trustgraph
 from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, parse_store
 from otel_prov.stores.base import IRI, LITERAL
+from tests.support.genai import S, make
 from tests.support.procs import in_ci
 
 GRAPH = "urn:graph:retrieval"
@@ -273,3 +276,63 @@ def test_documents_hold_the_policed_text(tmp_path: Path) -> None:
     conclusion = next(s for s in steps if type(s).__name__ == "Conclusion")
     answer = results["agent"].answer
     assert _document({"store": store}, conclusion) == hashlib.sha256(answer.encode()).hexdigest()
+
+
+def _framework_trace() -> S:
+    """A GenAI-conventions agent run (as openai-agents records one): a model call asking for a tool,
+    the tool, and a second model call answering."""
+    tool_call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
+
+    def messages(*pairs: tuple[str, list[dict[str, str]]]) -> str:
+        return json.dumps([{"role": role, "parts": parts} for role, parts in pairs])
+
+    return S("invoke_agent Weather agent", 0, 99, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Weather agent",
+        "gen_ai.input.messages": messages(("user", [{"type": "text", "content": "Weather in Paris?"}])),
+        "gen_ai.output.messages": messages(("assistant", [{"type": "text", "content": "18 °C, sunny."}])),
+    }, [
+        S("chat gpt-4o", 3, 20, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                                 "gen_ai.output.messages": messages(("assistant", [tool_call]))},
+          kind=SpanKind.CLIENT),
+        S("execute_tool get_weather", 21, 30, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+            "gen_ai.tool.call.result": '{"temp_c": 18, "sky": "sunny"}'}),
+        S("chat gpt-4o", 52, 96, {"gen_ai.operation.name": "chat"}, kind=SpanKind.CLIENT),
+    ])
+
+
+def _exported(batches: list[list[Any]]) -> ox.Store:
+    exporter = ProvSpanExporter(store="memory:", profile="trustgraph")
+    try:
+        for batch in batches:
+            assert exporter.export(batch) is SpanExportResult.SUCCESS
+            assert exporter.force_flush()
+        data = exporter.store.to_dataset().serialize(format="nquads").encode()
+    finally:
+        exporter.shutdown()
+    store = ox.Store()
+    store.load(data, format=ox.RdfFormat.N_QUADS)
+    return store
+
+
+def test_framework_trace_in_pieces(tmp_path: Path) -> None:
+    """A framework's trace (mapped per trace, its quads rewritten again as spans arrive: the
+    mapper's diffs) ends as the same store whichever order its spans come in, and TrustGraph's
+    reader follows it to the Conclusion through each iteration's Observation."""
+    spans = make(_framework_trace())
+    whole = _exported([spans])
+    by_name = {s.name: s for s in spans}
+    root = by_name["invoke_agent Weather agent"]
+    rest = [s for s in spans if s is not root]
+    pieces = _exported([[root], rest[:1], [root], rest[1:], rest[:1]])
+    assert set(pieces) == set(whole)
+    client = _explainability().ExplainabilityClient(TriplesFlow(pieces), retry_delay=0, max_retries=2)
+    (question,) = client.list_sessions()
+    assert question.query == "Weather in Paris?"
+    steps = client.fetch_agent_trace(question.uri)["steps"]
+    # the tool call's iteration, its Observation, the answer (the second model call) the Conclusion
+    assert [type(s).__name__ for s in steps] == ["Analysis", "Observation", "Conclusion"]
+    assert steps[0].action == "get_weather"
+    assert _document({"store": pieces}, steps[1]) == '{"temp_c": 18, "sky": "sunny"}'
+    assert _document({"store": pieces}, steps[-1]) == "18 °C, sunny."
