@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.trace import SpanKind
 
-from otel_prov import ProvSpanExporter
+from otel_prov import ProvSpanExporter, erasure
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import run_agent
 from otel_prov.mapping.trustgraph import to_trustgraph
@@ -336,3 +336,23 @@ def test_framework_trace_in_pieces(tmp_path: Path) -> None:
     assert steps[0].action == "get_weather"
     assert _document({"store": pieces}, steps[1]) == '{"temp_c": 18, "sky": "sunny"}'
     assert _document({"store": pieces}, steps[-1]) == "18 °C, sunny."
+
+
+def test_delete_takes_the_documents(tmp_path: Path) -> None:
+    """A session erased takes its documents (the texts they hold) with it; the others keep theirs."""
+    results, spec = _spans_into_store(tmp_path / "store")
+    store, _ = _read_back(spec)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    agent = next(q for q in client.list_sessions() if q.question_type == "agent")
+    opened = open_for_reading(spec)
+    try:
+        doomed = erasure.plan(opened, [agent.uri]).erase
+    finally:
+        opened.close()
+    erasure.erase(spec, doomed, by="test", reason="test")
+    _, lines = _read_back(spec)
+    gone = [results["agent"].answer] + [t.observation for t in results["agent"].turns]
+    assert not [text for text in gone if any(text in line for line in lines)]
+    assert not [line for line in lines if "/document" in line and agent.uri in line]
+    kept = results["graphrag"].answer
+    assert sum(kept in line for line in lines) == 2  # the Synthesis's tg:content and its document's
