@@ -253,7 +253,8 @@ STORE: StoreOption = StoreOption(
     "`oxigraph:$XDG_DATA_HOME/otel-prov/store` (`~/.local/share/otel-prov/store`)")
 PROFILE: Option[str] = Option(
     "OTEL_PROV_PROFILE", "--profile", _profile, SEED,
-    "`seed` (the spec's triples) or `strict` (valid PROV-O)")
+    "`seed` (the spec's triples), `strict` (valid PROV-O) or `trustgraph` (TrustGraph 2.11's layout, "
+    "which its own reader follows)")
 COLLECTION: Option[str | None] = Option(
     "OTEL_PROV_COLLECTION", "--collection", _text, None,
     "the collection the CLI reads (`demo`: the one it writes, default `default`)", "all collections")

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import settings
 from ..errors import ConfigError, ProvError
+from ..model.profiles import PROFILES
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS
 from ..read.audit import CODES, FAIL_ON
 from ..read.model import SORTS, STATUS_NAMES, TYPES, TraceNotFound
@@ -283,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"({settings.STORE.env}; default $XDG_DATA_HOME/otel-prov/store)")
     p.add_argument("--format", choices=("nquads", "trig", "otlp-json", "jaeger-json"), type=str.lower,
                    help="the files' format (default: from each file's suffix, else its first byte)")
-    p.add_argument("--profile", type=str.lower, choices=("seed", "strict"),
+    p.add_argument("--profile", type=str.lower, choices=PROFILES,
                    help=f"the mapping profile of spans ({settings.PROFILE.env}; default seed)")
     p.add_argument("--content-policy", metavar="POLICY",
                    help="what of the spans' text is stored: keep, truncate:N, sha256 or omit, per field "

@@ -25,7 +25,8 @@ from ..errors import ConfigError, ProvError
 logger = logging.getLogger(__name__)
 
 HELP = "receive OTLP traces (gRPC and HTTP) and store their explainability graph"
-PROFILE_CHOICES = "seed (the spec's triples) or strict (valid PROV-O)"
+PROFILE_CHOICES = (
+    "seed (the spec's triples), strict (valid PROV-O) or trustgraph (TrustGraph 2.11's layout)")
 DESCRIPTION = "Receive OTLP traces (gRPC and HTTP) and store their explainability graph"
 
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.profiles import check_profile
+from ..model.profiles import TRUSTGRAPH, check_profile
 from ..model.quads import Quad
 from .agents import AgentsMapped, trace_mapped
 from .conversations import LEFT_OUT, Conversations
@@ -41,6 +41,7 @@ from .limits import DEFAULT_MAX_ATTRIBUTE_BYTES, oversized
 from .policy import ContentPolicy
 from .spans import Event, LogRecord, SpanRecord, SpanView
 from .tree import Kind, Read, framework_role, log_order, skeleton, trace_view, view_kind, view_size, with_logs
+from .trustgraph import to_trustgraph
 
 logger = logging.getLogger(__name__)
 
@@ -413,7 +414,11 @@ class TraceMapper:
         update.rewritten_conversations.update(before)
 
     def _policed(self, quads: list[Quad]) -> list[Quad]:
-        return quads if self.policy is None else self.policy.apply(quads)
+        """``quads`` as they reach the store: the content policy applied, then (profile
+        ``trustgraph``) rewritten to TrustGraph's layout (a document's text is the policed one)."""
+        if self.policy is not None:
+            quads = self.policy.apply(quads)
+        return to_trustgraph(quads) if self.profile == TRUSTGRAPH else quads
 
     def _mapping_failed(self, update: Update) -> None:
         if not self._failed:

@@ -1,11 +1,14 @@
-"""The two profiles of the mapping (docs/model.md): ``seed``, the spec's triples as written, and
-``strict``, valid PROV-O with the same IRIs."""
+"""The profiles of the mapping (docs/model.md): ``seed``, the spec's triples as written, ``strict``,
+valid PROV-O with the same IRIs, and ``trustgraph``, the seed rewritten to TrustGraph 2.11's layout
+(its Grounding step, Observation entities, answers as documents) so that TrustGraph's own reader
+follows every flow."""
 
 from __future__ import annotations
 
 SEED = "seed"
 STRICT = "strict"
-PROFILES = (SEED, STRICT)
+TRUSTGRAPH = "trustgraph"
+PROFILES = (SEED, STRICT, TRUSTGRAPH)
 
 
 def check_profile(value: str) -> str:

@@ -39,7 +39,8 @@ STEP_LINKS = (str(PROV.wasDerivedFrom), str(PROV.wasGeneratedBy), str(PROV.used)
 """The links from a node to what it came from: a trace is walked down them, from its Question."""
 SUBTYPES = {str(TG.AgentQuestion): AGENT, str(TG.GraphRagQuestion): GRAPH_RAG,
             str(TG.DocRagQuestion): DOC_RAG}
-_KIND_ORDER = {"Analysis": 1, "Exploration": 1, "Focus": 2, "Synthesis": 3, "Conclusion": 4}
+_KIND_ORDER = {"Grounding": 0, "Analysis": 1, "Exploration": 1, "Focus": 2, "Synthesis": 3, "Conclusion": 4}
+"""Siblings in this order (a Grounding, profile trustgraph, comes before the Exploration it leads to)."""
 
 
 

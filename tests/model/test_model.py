@@ -182,10 +182,11 @@ def test_the_parsers_read_back_what_the_builders_make() -> None:
 
 
 def test_profiles() -> None:
-    assert profiles.PROFILES == ("seed", "strict")
+    assert profiles.PROFILES == ("seed", "strict", "trustgraph")
     assert profiles.check_profile("seed") == "seed"
     assert profiles.check_profile("strict") == "strict"
-    with pytest.raises(ValueError, match="unknown profile 'Seed': expected one of seed, strict"):
+    assert profiles.check_profile("trustgraph") == "trustgraph"
+    with pytest.raises(ValueError, match="unknown profile 'Seed': expected one of seed, strict, trustgraph"):
         profiles.check_profile("Seed")
 
 

@@ -1,0 +1,358 @@
+"""The ``trustgraph`` profile read by TrustGraph's own reader: ``ExplainabilityClient`` of
+trustgraph-base 2.11.1 (installed by `.ci/setup --test`), over the example flows' real SDK spans
+exported with ``profile="trustgraph"`` into an embedded store and read back through the store's read
+protocol, reaches the end of every flow, with the steps and answers our own reader shows of the same
+store."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pyoxigraph as ox
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.trace import SpanKind
+
+from otel_prov import ProvSpanExporter, erasure
+from otel_prov.examples.rag import doc_rag, graph_rag
+from otel_prov.examples.react_agent import run_agent
+from otel_prov.mapping.trustgraph import to_trustgraph
+from otel_prov.read.reader import TraceReader
+from otel_prov.stores import open_for_reading, parse_store
+from otel_prov.stores.base import IRI, LITERAL
+from tests.support.genai import S, make
+from tests.support.procs import in_ci
+
+GRAPH = "urn:graph:retrieval"
+
+
+def _explainability() -> ModuleType:
+    """TrustGraph's reader, ``trustgraph/api/explainability.py``, loaded from the installed package
+    as it is: it needs only the standard library and its sibling ``types.py``, while the package
+    ``trustgraph.api`` imports the whole service client (prometheus_client, pulsar, aiohttp...)."""
+    spec = importlib.util.find_spec("trustgraph")
+    if spec is None or not spec.submodule_search_locations:
+        if in_ci():
+            raise ImportError("trustgraph-base is not installed (bash .ci/setup --test installs it)")
+        pytest.skip("trustgraph-base is not installed (bash .ci/setup --test installs it)")
+    api = Path(next(iter(spec.submodule_search_locations))) / "api"
+    package = ModuleType("_tg_api")
+    package.__path__ = [str(api)]
+    sys.modules.setdefault("_tg_api", package)
+    loaded = []
+    for name in ("types", "explainability"):
+        full = f"_tg_api.{name}"
+        if full not in sys.modules:
+            module_spec = importlib.util.spec_from_file_location(full, api / f"{name}.py")
+            assert module_spec is not None and module_spec.loader is not None
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[full] = module
+            module_spec.loader.exec_module(module)
+        loaded.append(sys.modules[full])
+    return loaded[-1]
+
+
+def _wire(term: Any) -> dict[str, Any]:
+    """A pyoxigraph term as TrustGraph's wire format (``{"t": "i", "i": ...}``, ``"l"``, ``"t"``)."""
+    if isinstance(term, ox.NamedNode):
+        return {"t": "i", "i": term.value}
+    if isinstance(term, ox.Literal):
+        return {"t": "l", "v": term.value}
+    if isinstance(term, ox.Triple):
+        return {"t": "t", "tr": {"s": _wire(term.subject), "p": _wire(term.predicate),
+                                 "o": _wire(term.object)}}
+    raise AssertionError(f"a term TrustGraph never writes: {term!r}")
+
+
+class TriplesFlow:
+    """What ExplainabilityClient calls on a TrustGraph flow: ``triples_query``, a triple pattern
+    (IRIs as text, as TrustGraph passes them) in a graph, answered from a pyoxigraph store."""
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store = store
+        self.queries = 0
+
+    def triples_query(self, s: str | None = None, p: str | None = None, o: str | None = None,
+                      g: str | None = None, collection: str | None = None,
+                      limit: int = 100) -> list[dict[str, Any]]:
+        self.queries += 1
+
+        def node(value: str | None) -> ox.NamedNode | None:
+            return None if value is None else ox.NamedNode(value)
+
+        found = self.store.quads_for_pattern(node(s), node(p), node(o), node(g))
+        return [{"s": _wire(q.subject), "p": _wire(q.predicate), "o": _wire(q.object)}
+                for q, _ in zip(found, range(limit), strict=False)]
+
+
+def _spans_into_store(path: Path, content_policy: str | None = None) -> tuple[dict[str, Any], Any]:
+    """The three example flows (the agent runs a DocRAG sub-trace) as real SDK spans, exported with
+    ``profile="trustgraph"`` by otel-prov's exporter into an embedded store at ``path``."""
+    spec = parse_store(f"oxigraph:{path}")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ProvSpanExporter(
+        store=f"oxigraph:{path}", profile="trustgraph", content_policy=content_policy)))
+    results = {"agent": run_agent(tracer_provider=provider), "graphrag": graph_rag(tracer_provider=provider),
+               "docrag": doc_rag(tracer_provider=provider)}
+    provider.shutdown()
+    return results, spec
+
+
+def _read_back(spec: Any) -> tuple[ox.Store, list[str]]:
+    """The store's graph read back through its read protocol, in a pyoxigraph store for the
+    adapter's patterns, and as N-Quads lines."""
+    opened = open_for_reading(spec)
+    try:
+        terms = list(opened.quads(GRAPH))
+    finally:
+        opened.close()
+
+    def term(t: Any) -> ox.NamedNode | ox.Literal:
+        if t.kind == IRI:
+            return ox.NamedNode(t.value)
+        assert t.kind == LITERAL, t
+        if t.language:
+            return ox.Literal(t.value, language=t.language)
+        return ox.Literal(t.value, datatype=ox.NamedNode(t.datatype) if t.datatype else None)
+
+    store = ox.Store()
+    quads = [ox.Quad(term(s), term(p), term(o), ox.NamedNode(GRAPH)) for s, p, o, _ in terms]
+    store.extend(quads)
+    return store, [str(q) for q in quads]
+
+
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    results, spec = _spans_into_store(tmp_path_factory.mktemp("tgstore") / "store")
+    store, lines = _read_back(spec)
+    return {"results": results, "store": store, "spec": spec, "lines": lines}
+
+
+def _ours(flows: dict[str, Any], question: str) -> Any:
+    reader_store = open_for_reading(flows["spec"])
+    try:
+        return TraceReader(reader_store).trace(question)[0]
+    finally:
+        reader_store.close()
+
+
+def _client(flows: dict[str, Any]) -> Any:
+    return _explainability().ExplainabilityClient(TriplesFlow(flows["store"]), retry_delay=0,
+                                                   max_retries=2)
+
+
+def _document(flows: dict[str, Any], entity: Any) -> str:
+    """The text of a step's ``tg:document`` (what TrustGraph's librarian would hand out)."""
+    texts = [q.object.value for q in flows["store"].quads_for_pattern(
+        ox.NamedNode(entity.document), ox.NamedNode("https://trustgraph.ai/ns/content"), None, None)]
+    assert len(texts) == 1, entity
+    return texts[0]
+
+
+def test_sessions_listed(flows: dict[str, Any]) -> None:
+    client = _client(flows)
+    listed = client.list_sessions()
+    assert sorted(q.question_type for q in listed) == ["agent", "document-rag", "graph-rag"]
+    reader_store = open_for_reading(flows["spec"])
+    try:
+        ours = TraceReader(reader_store).sessions()
+    finally:
+        reader_store.close()
+    assert sorted(q.uri for q in listed) == sorted(row.id for row in ours)
+    # every Question (the sub-trace's too) an entity, none an activity, as TrustGraph types them
+    typed = {(q.subject.value, q.object.value) for q in flows["store"].quads_for_pattern(
+        None, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), None, None)}
+    questions = {s for s, o in typed if o == "https://trustgraph.ai/ns/Question"}
+    assert len(questions) == 4
+    assert all((s, "http://www.w3.org/ns/prov#Entity") in typed for s in questions)
+    assert not any(o == "http://www.w3.org/ns/prov#Activity" for _, o in typed)
+
+
+@pytest.mark.parametrize("kind", ["graphrag", "docrag"])
+def test_rag_flow_read_to_the_end(flows: dict[str, Any], kind: str) -> None:
+    client = _client(flows)
+    question = next(q for q in client.list_sessions()
+                    if q.question_type == {"graphrag": "graph-rag", "docrag": "document-rag"}[kind])
+    ours = _ours(flows, question.uri)
+    trace = (client.fetch_graphrag_trace if kind == "graphrag" else client.fetch_docrag_trace)(question.uri)
+    assert trace["question"].query == ours.question == flows["results"][kind].question
+    assert trace["grounding"] is not None and trace["grounding"].concepts == []  # none recorded
+    # our reader shows the Grounding as the first step
+    assert [s.kind for s in ours.steps] == ["Grounding", "Exploration"] + (
+        ["Focus"] if kind == "graphrag" else []) + ["Synthesis"]
+    steps = {step.kind: step for step in ours.steps}
+    exploration = trace["exploration"]
+    assert exploration.uri == steps["Exploration"].iri
+    if kind == "graphrag":
+        assert exploration.edge_count == int(steps["Exploration"].value("edgeCount") or -1) == 8
+        focus = trace["focus"]
+        assert focus.uri == steps["Focus"].iri
+        # the store's order, not the selection's: compared as sets
+        assert sorted((e.uri, e.reasoning) for e in focus.edge_selections) == sorted(
+            (e.iri, e.reasoning) for e in steps["Focus"].edges)
+        assert len(focus.edge_selections) > 0
+    else:
+        assert exploration.chunk_count == int(steps["Exploration"].value("chunkCount") or -1) > 0
+    synthesis = trace["synthesis"]
+    assert synthesis is not None and synthesis.uri == steps["Synthesis"].iri
+    assert _document(flows, synthesis) == steps["Synthesis"].value("content") == flows["results"][kind].answer
+
+
+def test_agent_flow_read_to_the_end(flows: dict[str, Any]) -> None:
+    client = _client(flows)
+    question = next(q for q in client.list_sessions() if q.question_type == "agent")
+    ours = _ours(flows, question.uri)
+    result = flows["results"]["agent"]
+    trace = client.fetch_agent_trace(question.uri)
+    assert trace["question"].query == ours.question
+    steps = trace["steps"]
+    analyses = [s for s in steps if type(s).__name__ == "Analysis"]
+    observations = [s for s in steps if type(s).__name__ == "Observation"]
+    ours_analyses = [s for s in ours.steps if s.kind == "Analysis"]
+    # our reader: each iteration followed by its Observation, then the Conclusion
+    assert [s.kind for s in ours.steps] == ["Analysis", "Observation"] * len(ours_analyses) + ["Conclusion"]
+    assert [a.uri for a in analyses] == [s.iri for s in ours_analyses]
+    assert [(a.action, a.arguments, a.thought) for a in analyses] == [
+        (s.value("action") or "", s.value("arguments") or "", s.value("thought") or "")  # "" when none
+        for s in ours_analyses]
+    # one Observation per iteration, its document the observation ours shows
+    assert [o.uri for o in observations] == [s.iri + "/observation" for s in ours_analyses]
+    assert [_document(flows, o) if o.document else None for o in observations] == [
+        s.value("observation") for s in ours_analyses]
+    assert [t.observation for t in result.turns] == [
+        s.value("observation") for s in ours_analyses if s.value("observation") is not None]
+    # the document search's DocRAG sub-trace, read to its end
+    subs = [s for s in steps if isinstance(s, dict)]
+    assert len(subs) == 1 and subs[0]["trace"]["synthesis"] is not None
+    # the end: the Conclusion, its document the answer
+    conclusions = [s for s in steps if type(s).__name__ == "Conclusion"]
+    assert len(conclusions) == 1  # (the reader walks depth first: the sub-trace may come after it)
+    conclusion = conclusions[0]
+    ours_conclusion = next(s for s in ours.steps if s.kind == "Conclusion")
+    assert conclusion.uri == ours_conclusion.iri
+    assert _document(flows, conclusion) == ours_conclusion.value("answer") == result.answer
+
+
+def test_seed_ends_at_the_question_for_trustgraphs_reader(flows: dict[str, Any]) -> None:
+    """Without the profile's Grounding, TrustGraph's reader stops at a RAG trace's Question (what the
+    profile is for): the same quads with what the profile added taken out."""
+    store = ox.Store()
+    store.extend(q for q in flows["store"] if "grounding" not in q.subject.value)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    question = next(q for q in client.list_sessions() if q.question_type == "graph-rag")
+    trace = client.fetch_graphrag_trace(question.uri)
+    assert trace["question"] is not None and trace["grounding"] is None and trace["synthesis"] is None
+
+
+def test_transform_is_stable(flows: dict[str, Any]) -> None:
+    """The rewrite of its own output is that output: a trace mapped again (or a conversation remapped)
+    is rewritten to the same quads, so the mapper's diffs remove exactly what it wrote."""
+    written = {(str(q.subject), str(q.predicate), str(q.object), str(q.graph_name)) for q in flows["store"]}
+    assert any("/observation" in q[0] for q in written) and any("grounding" in q[0] for q in written)
+    again = to_trustgraph(sorted(written))
+    assert len(again) == len(written) and set(again) == written
+
+
+def test_documents_hold_the_policed_text(tmp_path: Path) -> None:
+    """The content policy applies before the rewrite: an omitted observation makes no document and
+    is nowhere in the store; a hashed answer's document holds the hash."""
+    results, spec = _spans_into_store(tmp_path / "store", "observation=omit,answer=sha256")
+    store, lines = _read_back(spec)
+    observations = [t.observation for t in results["agent"].turns]
+    assert observations and not any(o in line for o in observations for line in lines)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    question = next(q for q in client.list_sessions() if q.question_type == "agent")
+    steps = client.fetch_agent_trace(question.uri)["steps"]
+    kinds = [type(s).__name__ for s in steps if not isinstance(s, dict)]
+    assert kinds.count("Observation") == kinds.count("Analysis") > 0
+    assert all(not s.document for s in steps if type(s).__name__ == "Observation")
+    conclusion = next(s for s in steps if type(s).__name__ == "Conclusion")
+    answer = results["agent"].answer
+    assert _document({"store": store}, conclusion) == hashlib.sha256(answer.encode()).hexdigest()
+
+
+def _framework_trace() -> S:
+    """A GenAI-conventions agent run (as openai-agents records one): a model call asking for a tool,
+    the tool, and a second model call answering."""
+    tool_call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
+
+    def messages(*pairs: tuple[str, list[dict[str, str]]]) -> str:
+        return json.dumps([{"role": role, "parts": parts} for role, parts in pairs])
+
+    return S("invoke_agent Weather agent", 0, 99, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Weather agent",
+        "gen_ai.input.messages": messages(("user", [{"type": "text", "content": "Weather in Paris?"}])),
+        "gen_ai.output.messages": messages(("assistant", [{"type": "text", "content": "18 °C, sunny."}])),
+    }, [
+        S("chat gpt-4o", 3, 20, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                                 "gen_ai.output.messages": messages(("assistant", [tool_call]))},
+          kind=SpanKind.CLIENT),
+        S("execute_tool get_weather", 21, 30, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+            "gen_ai.tool.call.result": '{"temp_c": 18, "sky": "sunny"}'}),
+        S("chat gpt-4o", 52, 96, {"gen_ai.operation.name": "chat"}, kind=SpanKind.CLIENT),
+    ])
+
+
+def _exported(batches: list[list[Any]]) -> ox.Store:
+    exporter = ProvSpanExporter(store="memory:", profile="trustgraph")
+    try:
+        for batch in batches:
+            assert exporter.export(batch) is SpanExportResult.SUCCESS
+            assert exporter.force_flush()
+        data = exporter.store.to_dataset().serialize(format="nquads").encode()
+    finally:
+        exporter.shutdown()
+    store = ox.Store()
+    store.load(data, format=ox.RdfFormat.N_QUADS)
+    return store
+
+
+def test_framework_trace_in_pieces(tmp_path: Path) -> None:
+    """A framework's trace (mapped per trace, its quads rewritten again as spans arrive: the
+    mapper's diffs) ends as the same store whichever order its spans come in, and TrustGraph's
+    reader follows it to the Conclusion through each iteration's Observation."""
+    spans = make(_framework_trace())
+    whole = _exported([spans])
+    by_name = {s.name: s for s in spans}
+    root = by_name["invoke_agent Weather agent"]
+    rest = [s for s in spans if s is not root]
+    pieces = _exported([[root], rest[:1], [root], rest[1:], rest[:1]])
+    assert set(pieces) == set(whole)
+    client = _explainability().ExplainabilityClient(TriplesFlow(pieces), retry_delay=0, max_retries=2)
+    (question,) = client.list_sessions()
+    assert question.query == "Weather in Paris?"
+    steps = client.fetch_agent_trace(question.uri)["steps"]
+    # the tool call's iteration, its Observation, the answer (the second model call) the Conclusion
+    assert [type(s).__name__ for s in steps] == ["Analysis", "Observation", "Conclusion"]
+    assert steps[0].action == "get_weather"
+    assert _document({"store": pieces}, steps[1]) == '{"temp_c": 18, "sky": "sunny"}'
+    assert _document({"store": pieces}, steps[-1]) == "18 °C, sunny."
+
+
+def test_delete_takes_the_documents(tmp_path: Path) -> None:
+    """A session erased takes its documents (the texts they hold) with it; the others keep theirs."""
+    results, spec = _spans_into_store(tmp_path / "store")
+    store, _ = _read_back(spec)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    agent = next(q for q in client.list_sessions() if q.question_type == "agent")
+    opened = open_for_reading(spec)
+    try:
+        doomed = erasure.plan(opened, [agent.uri]).erase
+    finally:
+        opened.close()
+    erasure.erase(spec, doomed, by="test", reason="test")
+    _, lines = _read_back(spec)
+    gone = [results["agent"].answer] + [t.observation for t in results["agent"].turns]
+    assert not [text for text in gone if any(text in line for line in lines)]
+    assert not [line for line in lines if "/document" in line and agent.uri in line]
+    kept = results["graphrag"].answer
+    assert sum(kept in line for line in lines) == 2  # the Synthesis's tg:content and its document's
