@@ -82,7 +82,7 @@ def overlay(request: pytest.FixtureRequest, filled: Path) -> Iterator[None]:
     OVERLAY[0] = frozenset()
 
 
-@pytest.fixture(scope="module", params=["seed", "strict"])
+@pytest.fixture(scope="module", params=["seed", "strict", "trustgraph"])
 def filled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp(f"index-{request.param}") / "store"
     fill(path, request.param)
