@@ -83,7 +83,7 @@ READ_LOG_BYTES = 256 * 1024 * 1024
 past it, each writer's first operations are shown and the rest is reported as not shown."""
 FINAL_FOLD_BYTES = FOLD_BYTES // 8
 """Rounds of the fold a closing writer does are this small, so it can stop at its deadline."""
-SESSIONS_BUDGET = 0.25
+SESSIONS_BUDGET = 0.1
 """Seconds the indexing thread computes rows of the session index between two looks at the log."""
 CLOSE_SESSIONS_BUDGET = 2.0
 """Seconds a closing writer computes rows of the session index, at most (the next indexer: the rest)."""
