@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from .errors import ConfigError
-from .mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES, MAX_ATTRIBUTE_BYTES_CEILING
+from .mapping.limits import DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_ATTRIBUTE_BYTES, MAX_ATTRIBUTE_BYTES_CEILING
 from .mapping.policy import FIELDS, KEEP_ALL, MESSAGE_FIELDS, OMIT, ContentPolicy, Rule, parse_rules
 from .mapping.redaction import BUILTIN, NAME, Detector, Redactor
 from .model.profiles import PROFILES, SEED, check_profile
@@ -346,6 +346,17 @@ MAX_ATTRIBUTE_BYTES: Option[int] = Option(
     "counted, never truncated: [limits.md](limits.md))", "`4194304` (4 MiB)")
 """The largest attribute value a span may carry (UTF-8 bytes; an array or map counted whole): a span
 with a larger one is rejected, never truncated (:mod:`otel_prov.mapping.limits`)."""
+BLOB_THRESHOLD: Option[int] = Option(
+    "OTEL_PROV_BLOB_THRESHOLD", "--blob-threshold", _count(0), DEFAULT_BLOB_THRESHOLD,
+    "a content value (question, thought, arguments, observation, answer, ...) of more UTF-8 bytes is "
+    "stored once as a content-addressed blob beside the store, the graph keeping its hash, size and a "
+    "preview ([store.md](store.md#large-values)); `0` = never", "`65536` (64 KiB)")
+"""Above this many bytes a content value is stored by reference (:mod:`otel_prov.mapping.blobs`)."""
+BLOB_DIR: Option[Path | None] = Option(
+    "OTEL_PROV_BLOB_DIR", "--blob-dir", _path, None,
+    "where the blobs go: default `blobs/` inside an on-disk store's directory; a store on a server or "
+    "in memory has none unless this names one (its large values then stay inline)")
+"""Where the blobs of large values go (:func:`otel_prov.stores.blobs.default_dir`)."""
 EXPORT_WAIT_CHOICES = ("auto", "always", "never")
 
 
@@ -504,7 +515,7 @@ OPTIONS: tuple[Option[Any], ...] = (
     UI_HOST, UI_PORT, UI_TOKEN, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS, EXAMPLE_MODEL,
     STORE_SERVER, STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT, STORE_CLIENT_KEY,
     STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT,
-    CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT,
+    CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT, BLOB_THRESHOLD, BLOB_DIR,
 )
 ENV_VARS: tuple[str, ...] = tuple(option.env for option in OPTIONS)
 """Every environment variable otel-prov reads (besides ``XDG_DATA_HOME`` for the default store)."""
@@ -513,7 +524,8 @@ TABLES: dict[str, tuple[Option[Any], ...]] = {
     "exporter and CLI": (STORE, PROFILE, COLLECTION, JAEGER_URL, MAX_ATTRIBUTE_BYTES, CONTENT_POLICY, REDACT,
                          GENAI_CAPTURE_CONTENT, STORE_SERVER,
                          STORE_USER, STORE_PASSWORD, STORE_TOKEN, STORE_CA, STORE_CLIENT_CERT,
-                         STORE_CLIENT_KEY, STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT),
+                         STORE_CLIENT_KEY, STORE_TIMEOUT, STORE_BULK_LOAD, EXPORT_WAIT, EXPORT_WAIT_TIMEOUT,
+                         BLOB_THRESHOLD, BLOB_DIR),
     "serve": (STORE, PROFILE, SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT,
               SERVE_TLS_KEY, SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
               SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT,

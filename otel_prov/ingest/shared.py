@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import rdflib
@@ -22,6 +23,7 @@ import rdflib
 from ..errors import ConfigError
 from ..mapping.policy import ContentPolicy
 from ..stores import StoreSpec, open_for_writing
+from ..stores.blobs import BlobStore, default_dir
 from .pipeline import IngestPipeline
 
 SPANS, LOGS = "spans", "logs"
@@ -63,7 +65,8 @@ def _key(spec: StoreSpec | rdflib.Dataset, profile: str, policy: ContentPolicy) 
 
 
 def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: str,
-          max_attribute_bytes: int, policy: ContentPolicy | None = None) -> Lease:
+          max_attribute_bytes: int, policy: ContentPolicy | None = None,
+          blob_threshold: int = 0, blob_dir: Path | None = None) -> Lease:
     """A pipeline for an exporter of ``kind`` (:data:`SPANS` or :data:`LOGS`): the one the other kind
     opened on the same store, when it has no partner of this kind yet; else a new one (the store
     opened here: :class:`~otel_prov.StoreError` if it cannot be)."""
@@ -87,8 +90,11 @@ def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: st
                                   "OTEL_PROV_REDACT) for both")
         opened = open_for_writing(spec, quick_close=True)  # shutdown() need not wait for the index
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
+        where = default_dir(spec if isinstance(spec, StoreSpec) else None, blob_dir)
         pipeline = IngestPipeline(opened, profile, name=name, rescue_dir=rescue_dir,
-                                  max_attribute_bytes=max_attribute_bytes, policy=policy)
+                                  max_attribute_bytes=max_attribute_bytes, policy=policy,
+                                  blobs=BlobStore(where) if where is not None and blob_threshold else None,
+                                  blob_threshold=blob_threshold)
         shared = _Shared(pipeline, key, {kind})
         if key not in _OPEN:
             _OPEN[key] = shared

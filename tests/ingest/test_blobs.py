@@ -1,0 +1,124 @@
+"""Large values by reference through the SDK exporter into a real on-disk store (and a SPARQL server
+with a blob directory): a 100 KiB observation is one file under ``blobs/``, named by its SHA-256; the
+graph keeps its preview, hash, size and media type; two sessions with the same payload share one file;
+what is past the preview is in no file of the store but the blob; strict stays valid PROV."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rdflib
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from otel_prov import ProvSpanExporter, agent_session, load_dataset
+from otel_prov.mapping.blobs import PREVIEW_CHARS, blob_iri
+from otel_prov.model.vocab import OTELPROV, TG
+from tests.support.privacy import files_holding
+from tests.support.prov import ONTOLOGY, closure_errors
+
+
+def payload(kib: int = 100) -> tuple[str, str]:
+    """A text of ``kib`` KiB of random words (found by a byte search wherever stored), and a word
+    from past its preview."""
+    words = [secrets.token_hex(6) for _ in range(kib * 1024 // 13 + 1)]
+    text = " ".join(words)[: kib * 1024]
+    return text, words[len(words) // 2]
+
+
+def run(store: str | rdflib.Dataset, observations: list[str], **options: Any) -> ProvSpanExporter:
+    """One agent session per observation, through a real SDK provider and the exporter; shut down."""
+    exporter = ProvSpanExporter(store=store, **options)
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    for n, observation in enumerate(observations):
+        with agent_session(f"question {n}?", tracer_provider=provider) as session:
+            with session.iteration() as step:
+                step.thought("read the big file")
+                step.action("read-file", {"path": "/data/big.txt"})
+                step.observation(observation)
+            session.conclude("done")
+    provider.shutdown()
+    return exporter
+
+
+def blob_files(directory: Path) -> list[Path]:
+    return sorted(p for p in (directory / "sha256").rglob("*") if p.is_file())
+
+
+def test_a_100_kib_observation_is_stored_once_as_a_file_named_by_its_hash(tmp_path: Path) -> None:
+    text, inner = payload()
+    store = tmp_path / "store"
+    run(f"oxigraph:{store}", [text])
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert blob_files(store / "blobs") == [store / "blobs" / "sha256" / digest[:2] / digest]
+    assert (store / "blobs" / "sha256" / digest[:2] / digest).read_bytes() == text.encode()
+    ds = load_dataset(str(store))
+    observations = {str(o) for _, _, o, _ in ds.quads((None, TG.observation, None, None))}
+    assert observations == {text[:PREVIEW_CHARS]}
+    blob = rdflib.URIRef(blob_iri(digest))
+    described = {(p, o) for _, p, o, _ in ds.quads((blob, None, None, None))}
+    assert (OTELPROV.sha256, rdflib.Literal(digest)) in described
+    assert (OTELPROV.byteSize, rdflib.Literal(len(text.encode()))) in described
+    assert (OTELPROV.mediaType, rdflib.Literal("text/plain; charset=utf-8")) in described
+    assert (OTELPROV.preview, rdflib.Literal(text[:PREVIEW_CHARS])) in described
+    notes = {str(o) for _, _, o, _ in ds.quads((None, OTELPROV.byReference, None, None))}
+    assert notes == {f"observation sha256:{digest}"}
+    # Past the preview, the text is in the blob alone (not in the log, the index or anywhere else).
+    assert [p.relative_to(store) for p in files_holding(store, inner)] == [
+        Path("blobs") / "sha256" / digest[:2] / digest]
+
+
+def test_two_sessions_with_the_same_payload_give_one_file(tmp_path: Path) -> None:
+    text, _ = payload()
+    other, _ = payload(70)
+    store = tmp_path / "store"
+    run(f"oxigraph:{store}", [text, text, other])
+    names = sorted(p.name for p in blob_files(store / "blobs"))
+    assert names == sorted({hashlib.sha256(t.encode()).hexdigest() for t in (text, other)})
+    assert not list((store / "blobs").rglob(".tmp-*"))
+    ds = load_dataset(str(store))
+    assert len(set(ds.quads((None, OTELPROV.blob, None, None)))) == 3
+
+
+def test_a_value_within_the_threshold_and_threshold_zero_stay_inline(tmp_path: Path) -> None:
+    text, _ = payload()
+    small = "x" * 1000
+    run(f"oxigraph:{tmp_path / 'a'}", [small], blob_threshold=2000)
+    run(f"oxigraph:{tmp_path / 'b'}", [text], blob_threshold=0)
+    assert not (tmp_path / "a" / "blobs").exists() and not (tmp_path / "b" / "blobs").exists()
+    for store, value in ((tmp_path / "a", small), (tmp_path / "b", text)):
+        ds = load_dataset(str(store))
+        assert {str(o) for _, _, o, _ in ds.quads((None, TG.observation, None, None))} == {value}
+
+
+def test_the_threshold_and_directory_come_from_the_environment(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OTEL_PROV_BLOB_THRESHOLD", "1000")
+    monkeypatch.setenv("OTEL_PROV_BLOB_DIR", str(tmp_path / "elsewhere"))
+    value = "y" * 1500
+    run(f"oxigraph:{tmp_path / 'store'}", [value])
+    digest = hashlib.sha256(value.encode()).hexdigest()
+    assert blob_files(tmp_path / "elsewhere") == [tmp_path / "elsewhere" / "sha256" / digest[:2] / digest]
+    assert not (tmp_path / "store" / "blobs").exists()
+
+
+def test_a_store_without_a_directory_keeps_values_inline(tmp_path: Path) -> None:
+    text, _ = payload()
+    ds = rdflib.Dataset()
+    run(ds, [text])
+    assert {str(o) for _, _, o, _ in ds.quads((None, TG.observation, None, None))} == {text}
+
+
+@pytest.mark.parametrize("profile", ["strict"])
+def test_strict_with_blobs_is_still_consistent_with_prov_o(tmp_path: Path, profile: str) -> None:
+    text, _ = payload()
+    run(f"oxigraph:{tmp_path / 'store'}", [text], profile=profile)
+    ds = load_dataset(str(tmp_path / "store"))
+    assert len(set(ds.quads((None, OTELPROV.blob, None, None)))) == 1
+    ontology = rdflib.Dataset()
+    ontology.parse(ONTOLOGY, format="nquads")
+    assert closure_errors(ds, [q[:3] for q in ontology.quads((None, None, None, None))]) == []
