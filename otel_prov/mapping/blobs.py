@@ -22,6 +22,9 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+from ..model.iris import BLOB_PREFIX as BLOB_PREFIX
+from ..model.iris import blob_iri as blob_iri
+from ..model.iris import digest_of as digest_of
 from ..model.quads import Quad
 from ..model.terms import integer, literal, literal_text
 from ..model.vocab import NT
@@ -31,28 +34,10 @@ from .policy import FIELDS
 PREVIEW_CHARS = 200
 """Characters of a blob's text kept in the graph."""
 MEDIA_TYPE = "text/plain; charset=utf-8"
-BLOB_PREFIX = "urn:otel-prov:blob:sha256:"
-
 _LOCAL = {predicate: predicate[1:-1].rsplit("#", 1)[-1].rsplit("/", 1)[-1]
           for predicates in FIELDS.values() for predicate in predicates}
 """Each content predicate (N-Triples) and its local name, as the notes name it."""
-_HEX = re.compile(r"[0-9a-f]{64}\Z")
 _NOTE = re.compile(r"(\S+) sha256:([0-9a-f]{64})\Z")
-
-
-def blob_iri(digest: str) -> str:
-    """The IRI of the blob whose SHA-256 is ``digest`` (hex)."""
-    return BLOB_PREFIX + digest
-
-
-def digest_of(iri: str) -> str | None:
-    """The hex SHA-256 a blob's IRI names (``None``: not a blob's IRI)."""
-    if iri.startswith("<") and iri.endswith(">"):
-        iri = iri[1:-1]
-    if not iri.startswith(BLOB_PREFIX):
-        return None
-    digest = iri[len(BLOB_PREFIX):]
-    return digest if _HEX.match(digest) else None
 
 
 def parse_note(text: str) -> tuple[str, str] | None:
