@@ -6,48 +6,17 @@ what is past the preview is in no file of the store but the blob; strict stays v
 from __future__ import annotations
 
 import hashlib
-import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 import rdflib
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from otel_prov import ProvSpanExporter, agent_session, load_dataset
+from otel_prov import load_dataset
 from otel_prov.mapping.blobs import PREVIEW_CHARS, blob_iri
 from otel_prov.model.vocab import OTELPROV, TG
+from tests.support.blobs import blob_files, payload, run
 from tests.support.privacy import files_holding
 from tests.support.prov import ONTOLOGY, closure_errors
-
-
-def payload(kib: int = 100) -> tuple[str, str]:
-    """A text of ``kib`` KiB of random words (found by a byte search wherever stored), and a word
-    from past its preview."""
-    words = [secrets.token_hex(6) for _ in range(kib * 1024 // 13 + 1)]
-    text = " ".join(words)[: kib * 1024]
-    return text, words[len(words) // 2]
-
-
-def run(store: str | rdflib.Dataset, observations: list[str], **options: Any) -> ProvSpanExporter:
-    """One agent session per observation, through a real SDK provider and the exporter; shut down."""
-    exporter = ProvSpanExporter(store=store, **options)
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    for n, observation in enumerate(observations):
-        with agent_session(f"question {n}?", tracer_provider=provider) as session:
-            with session.iteration() as step:
-                step.thought("read the big file")
-                step.action("read-file", {"path": "/data/big.txt"})
-                step.observation(observation)
-            session.conclude("done")
-    provider.shutdown()
-    return exporter
-
-
-def blob_files(directory: Path) -> list[Path]:
-    return sorted(p for p in (directory / "sha256").rglob("*") if p.is_file())
 
 
 def test_a_100_kib_observation_is_stored_once_as_a_file_named_by_its_hash(tmp_path: Path) -> None:
