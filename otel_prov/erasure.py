@@ -29,9 +29,8 @@ from .model.quads import Quad, nquads
 from .model.vocab import GRAPH_RETRIEVAL, NT
 from .read.model import SessionFilter
 from .read.reader import TraceReader
-from .stores import ReadStore, StoreSpec, open_for_reading, open_for_writing, settle
+from .stores import BlobStore, ReadStore, StoreSpec, default_dir, open_for_reading, open_for_writing, settle
 from .stores.base import BNODE, IRI, QuadTerms, Term
-from .stores.blobs import BlobStore, default_dir
 
 SETTLE_TIMEOUT = 30.0
 """Seconds an erasure waits for another process to fold the store's log before it removes anything."""

@@ -13,8 +13,7 @@ from .. import settings
 from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id, is_trace_id_prefix, is_uuid
 from ..read.model import check_iri as _check_iri
 from ..render import FORMAT_ALIASES
-from ..stores import ReadStore, StoreSpec, open_for_reading
-from ..stores.blobs import BlobStore, default_dir
+from ..stores import BlobStore, ReadStore, StoreSpec, default_dir, open_for_reading
 
 PROG = "otel-prov"
 

@@ -41,8 +41,7 @@ from ..read.seals import (
     read_seals,
     with_blobs,
 )
-from ..stores import open_for_writing
-from ..stores.blobs import BlobStore
+from ..stores import BlobStore, open_for_writing
 from .common import (
     EXIT_FAILED,
     EXIT_OK,

@@ -23,8 +23,8 @@ from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.policy import ContentPolicy
 from ..mapping.spans import LogRecord, SpanRecord
 from ..model.quads import nquads
+from ..stores import BlobStore
 from ..stores.base import AppendStore, WriteStore
-from ..stores.blobs import BlobStore
 from .writer import AppendWriter, NotStored, Writer
 
 logger = logging.getLogger(__name__)

@@ -22,8 +22,7 @@ import rdflib
 
 from ..errors import ConfigError
 from ..mapping.policy import ContentPolicy
-from ..stores import StoreSpec, open_for_writing
-from ..stores.blobs import BlobStore, default_dir
+from ..stores import BlobStore, StoreSpec, default_dir, open_for_writing
 from .pipeline import IngestPipeline
 
 SPANS, LOGS = "spans", "logs"

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..model.vocab import GRAPH_RETRIEVAL, NT
+from ..stores import BlobStore
 from ..stores.base import LITERAL, QuadTerms, ReadStore, Term
-from ..stores.blobs import BlobStore
 
 _NOTE = re.compile(r"(\S+) sha256:([0-9a-f]{64})\Z")
 
@@ -121,3 +121,8 @@ def inlined_triples(triples: list[Triple3], resolver: Resolver) -> list[Triple3]
             out.append((s, p, o))
     return [t for t in out
             if not (t[1] == note and (m := _NOTE.match(t[2].value)) and (t[0], m.group(2)) in done)]
+
+
+def notes_of(notes: Iterable[str]) -> list[tuple[str, str]]:
+    """``otelprov:byReference`` values as ``(property's local name, hex)``, those well formed only."""
+    return [(m.group(1), m.group(2)) for note in notes if (m := _NOTE.match(note))]
