@@ -91,3 +91,29 @@ def test_strict_with_blobs_is_still_consistent_with_prov_o(tmp_path: Path, profi
     ontology = rdflib.Dataset()
     ontology.parse(ONTOLOGY, format="nquads")
     assert closure_errors(ds, [q[:3] for q in ontology.quads((None, None, None, None))]) == []
+
+
+def test_a_sparql_server_with_a_blob_dir_and_without_one(tmp_path: Path, capsysbinary) -> None:
+    """On a real Oxigraph server: with a blob directory the value is a file there and the server holds
+    its preview (show --inline and delete find it through --blob-dir); without one it stays inline."""
+    from tests.support.cli import cli
+    from tests.support.sparql_servers import start_oxigraph
+
+    text, inner = payload()
+    server = start_oxigraph(tmp_path)
+    try:
+        blobs = tmp_path / "blobs"
+        [session] = run(server.url, [text], blob_dir=str(blobs))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        assert blob_files(blobs) == [blobs / "sha256" / digest[:2] / digest]
+        held = b"\n".join(server.nquads())
+        assert inner.encode() not in held and digest.encode() in held
+        where = ("--store", server.url, "--blob-dir", str(blobs))
+        whole = cli(capsysbinary, "show", session, *where, "--inline")
+        assert whole.code == 0 and inner in whole.out
+        assert cli(capsysbinary, "delete", session, *where).code == 0
+        assert blob_files(blobs) == []
+        run(server.url, [text])  # no blob directory for a server: inline
+        assert inner.encode() in b"\n".join(server.nquads())
+    finally:
+        server.stop()
