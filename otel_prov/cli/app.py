@@ -87,7 +87,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _common(parser: argparse.ArgumentParser, *, collection: bool = False) -> None:
     parser.add_argument("--store", help=_STORE_HELP)
-    _blob_dir(parser)
     if collection:
         parser.add_argument("--collection", help=_COLLECTION_HELP)
 
@@ -171,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", **_formats(list(TRACE_FORMATS), from_output=True))
     p.add_argument("--inline", action="store_true",
                    help="each large value stored by reference (a blob) shown whole, not its preview")
+    _blob_dir(p)
     p.add_argument("--jaeger-url", help=f"Jaeger UI base URL, to print the trace's link "
                    f"({settings.JAEGER_URL.env}; e.g. http://localhost:16686)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
@@ -235,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inline", action="store_true",
                    help="each large value stored by reference (a blob) written back whole as its literal "
                         "(docs/store.md)")
+    _blob_dir(p)
     suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
     aliases = [k for k, v in FORMAT_ALIASES.items() if v in EXPORT_FORMATS]
     p.add_argument("--format", **{**_formats(EXPORT_FORMATS, from_output=True),
@@ -392,6 +393,8 @@ def _seal_parsers(sub: Any) -> None:
         _time_range(p)
         p.add_argument("--session", action="append", metavar="ID",
                        help="only this session (its IRI, trace id or UUID; repeatable)")
+        if name == "verify":
+            _blob_dir(p)
         p.add_argument("--hmac-key", metavar="FILE",
                        help="a file holding a secret key (16 bytes or more): "
                             + ("an HMAC-SHA256 of each seal" if name == "seal" else "check the seals' HMAC"))

@@ -58,8 +58,9 @@ def by_reference(quads: Iterable[Quad], threshold: int,
     for quad in quads:
         s, p, o, g = quad
         local = _LOCAL.get(p)
-        # A plain literal's N-Triples form is at least as long as its text: most values end here.
-        if local is None or len(o) <= threshold or o[0] != '"' or o[-1] != '"':
+        # A character is at most 4 bytes of UTF-8, and the N-Triples form is at least as long as the
+        # text in characters: most values end here, unencoded.
+        if local is None or 4 * len(o) <= threshold or o[0] != '"' or o[-1] != '"':
             out.append(quad)
             continue
         text = literal_text(o)
