@@ -26,7 +26,7 @@ from .mapping.limits import DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_ATTRIBUTE_BYTES,
 from .mapping.policy import FIELDS, KEEP_ALL, MESSAGE_FIELDS, OMIT, ContentPolicy, Rule, parse_rules
 from .mapping.redaction import BUILTIN, NAME, Detector, Redactor
 from .model.profiles import PROFILES, SEED, check_profile
-from .stores import REMOTE_SCHEMES, Remote, StoreSpec, default_store, parse_store
+from .stores import REMOTE_SCHEMES, Remote, StoreSpec, default_dir, default_store, parse_store
 from .stores.base import AUTO_SERVER, SERVER_KINDS
 
 T = TypeVar("T")
@@ -529,7 +529,8 @@ TABLES: dict[str, tuple[Option[Any], ...]] = {
     "serve": (STORE, PROFILE, SERVE_HOST, SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_TOKEN, SERVE_TLS_CERT,
               SERVE_TLS_KEY, SERVE_MAX_INFLIGHT, SERVE_ACK_TIMEOUT, SERVE_DRAIN_TIMEOUT, SERVE_MEMORY_BUDGET,
               SERVE_WORKERS, MAX_ATTRIBUTE_BYTES, CONTENT_POLICY, REDACT, GENAI_CAPTURE_CONTENT,
-              SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_PRUNE_OLDER_THAN, SERVE_PRUNE_INTERVAL),
+              SERVE_ALLOWED_HOSTS, SERVE_PUBLIC_WITHOUT_TOKEN, SERVE_PRUNE_OLDER_THAN, SERVE_PRUNE_INTERVAL,
+              BLOB_THRESHOLD, BLOB_DIR),
     "ui": (STORE, UI_HOST, UI_PORT, UI_TOKEN, JAEGER_URL, UI_QUERY_TIMEOUT, UI_ROW_LIMIT, UI_ALLOWED_HOSTS,
            BLOB_DIR),
     "examples": (EXAMPLE_MODEL,),
@@ -605,6 +606,17 @@ class ServeSettings:
     prune_older_than: timedelta | None = None
     """Serve's own retention (None: off)."""
     prune_interval: timedelta = timedelta(hours=1)
+    blob_threshold: int = DEFAULT_BLOB_THRESHOLD
+    """Content values of more bytes are stored by reference (docs/store.md, "Large values")."""
+    blob_dir: Path | None = None
+    """Where (None: ``blobs/`` in an on-disk store; a store on a server then keeps them inline)."""
+
+    @property
+    def blob_store_dir(self) -> Path | None:
+        """The blob directory serve writes to: None when values stay inline."""
+        if not self.blob_threshold:
+            return None
+        return default_dir(self.store, self.blob_dir)
 
     @property
     def mapping_workers(self) -> int:
@@ -633,7 +645,8 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
                    drain_timeout: Any = None, max_attribute_bytes: Any = None, memory_budget: Any = None,
                    public_without_token: Any = None, allowed_hosts: Any = None,
                    workers: Any = None, content_policy: Any = None, redact: Any = None,
-                   prune_older_than: Any = None, prune_interval: Any = None) -> ServeSettings:
+                   prune_older_than: Any = None, prune_interval: Any = None, blob_threshold: Any = None,
+                   blob_dir: Any = None) -> ServeSettings:
     """The settings of ``otel-prov serve``: each value given (``None`` = not given, ``via``: from
     keyword arguments or flags) over its environment variable over its default."""
     cert = SERVE_TLS_CERT.get(tls_cert, via=via)
@@ -665,6 +678,8 @@ def serve_settings(*, via: str = "argument", store: Any = None, profile: Any = N
         policy=policy(content_policy, redact, via=via),
         prune_older_than=SERVE_PRUNE_OLDER_THAN.get(prune_older_than, via=via),
         prune_interval=SERVE_PRUNE_INTERVAL.get(prune_interval, via=via),
+        blob_threshold=BLOB_THRESHOLD.get(blob_threshold, via=via),
+        blob_dir=BLOB_DIR.get(blob_dir, via=via),
     )
     if settings.grpc_port is None and settings.http_port is None:
         raise ConfigError("both transports are off: give a gRPC or an HTTP port")

@@ -43,3 +43,19 @@ def run(store: str | rdflib.Dataset, observations: list[str], **options: Any) ->
 
 def blob_files(directory: Path) -> list[Path]:
     return sorted(p for p in (directory / "sha256").rglob("*") if p.is_file())
+
+
+def big_spans(observations: list[str]) -> list:
+    """Agent sessions with these observations, as finished SDK spans (to send to ``serve``)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for n, observation in enumerate(observations):
+        with agent_session(f"question {n}?", tracer_provider=provider) as session:
+            with session.iteration() as step:
+                step.observation(observation)
+            session.conclude("done")
+    return list(memory.get_finished_spans())
