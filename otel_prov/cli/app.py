@@ -304,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--redact", metavar="DETECTORS",
                    help=f"replace secrets and personal data in the spans' text: on, off or detectors' names "
                         f"({settings.REDACT.env}; default off)")
+    p.add_argument("--blob-threshold", metavar="BYTES",
+                   help="spans' values of more bytes stored once as blobs beside the store "
+                        f"({settings.BLOB_THRESHOLD.env}; default 65536; 0 = never; docs/store.md)")
+    _blob_dir(p)
 
     p = _add(sub, "hold", cmd_hold, "place, release or list legal holds (kept from delete and prune)",
              "A hold keeps a session (with its sub-traces) or a whole collection from every removal:\n"

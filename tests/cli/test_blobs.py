@@ -85,3 +85,27 @@ def test_delete_removes_an_unshared_blob_keeps_a_shared_one_and_leaves_no_text(t
     assert whole.code == 0 and shared_word in whole.out
     assert cli(capsysbinary, "delete", b, "--store", str(store)).code == 0
     assert blob_files(store / "blobs") == []
+
+
+def test_import_of_spans_stores_large_values_as_blobs(tmp_path: Path, capsysbinary) -> None:
+    """Spans as OTLP/JSON imported: the value is a blob beside the store, show --inline gives it whole;
+    with --blob-threshold 0 it stays inline."""
+    from tests.support.blobs import big_spans
+    from tests.support.serving import otlp_json, request_of
+
+    text, inner = payload()
+    spans = tmp_path / "spans.json"
+    spans.write_text(json.dumps(otlp_json(request_of(big_spans([text])))))
+    store = tmp_path / "store"
+    assert cli(capsysbinary, "import", str(spans), "--store", str(store)).code == 0
+    assert blob_files(store / "blobs") == [_blob(store, text)]
+    assert files_holding(store, inner) == [_blob(store, text)]
+    listed = cli(capsysbinary, "list", "--store", str(store), "--format", "json")
+    [session] = [row["id"] for row in json.loads(listed.out)]
+    whole = cli(capsysbinary, "show", session, "--store", str(store), "--inline")
+    assert whole.code == 0 and inner in whole.out
+    inline = tmp_path / "inline"
+    assert cli(capsysbinary, "import", str(spans), "--store", str(inline), "--blob-threshold", "0").code == 0
+    assert not (inline / "blobs").exists()
+    ds = load_dataset(str(inline))
+    assert {str(o) for _, _, o, _ in ds.quads((None, TG.observation, None, None))} == {text}
