@@ -117,3 +117,20 @@ def test_a_sparql_server_with_a_blob_dir_and_without_one(tmp_path: Path, capsysb
         assert inner.encode() in b"\n".join(server.nquads())
     finally:
         server.stop()
+
+
+def test_the_log_exporter_joins_only_a_span_exporter_of_the_same_blob_settings(tmp_path: Path) -> None:
+    from otel_prov import ConfigError, ProvLogExporter, ProvSpanExporter
+
+    store = f"oxigraph:{tmp_path / 's'}"
+    spans = ProvSpanExporter(store=store)
+    try:
+        with pytest.raises(ConfigError, match="OTEL_PROV_BLOB_THRESHOLD"):
+            ProvLogExporter(store=store, blob_threshold=1000)
+        with pytest.raises(ConfigError, match="OTEL_PROV_BLOB_DIR"):
+            ProvLogExporter(store=store, blob_dir=str(tmp_path / "elsewhere"))
+        logs = ProvLogExporter(store=store, blob_threshold=65536)
+        assert logs._pipeline is spans._pipeline
+        logs.shutdown()
+    finally:
+        spans.shutdown()
