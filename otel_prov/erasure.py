@@ -214,14 +214,12 @@ def _blobs_of(quads: Iterable[QuadTerms]) -> set[str]:
 
 
 def drop_blobs(spec: StoreSpec, digests: Iterable[str], blob_dir: Path | None = None) -> list[str]:
-    """Remove the files of the blobs ``digests`` that no quad of the explainability graph refers to
-    any more (after their sessions' quads were removed: a blob is never removed while referred to);
-    the ones removed."""
-    where = default_dir(spec, blob_dir)
+    """After sessions' quads were removed: the blobs no quad of the explainability graph refers to any
+    more -- of ``digests`` (those sessions' blobs) and any blob described but referred to by no node
+    (left by a framework trace mapped again with another value) -- go, their description from the
+    graph and their file from the blob directory; a blob still referred to is never removed.  The
+    blobs removed (hex)."""
     wanted = sorted(set(digests))
-    if where is None or not wanted:
-        return []
-    blobs = BlobStore(where)
     store = open_for_reading(spec)
     try:
         referred = {d for start in range(0, len(wanted), SHARED_BATCH)
@@ -230,9 +228,25 @@ def drop_blobs(spec: StoreSpec, digests: Iterable[str], blob_dir: Path | None = 
                         + " ".join(f"<{blob_iri(d)}>" for d in wanted[start:start + SHARED_BATCH])
                         + f" }} GRAPH <{GRAPH_RETRIEVAL}> {{ ?x {NT.blob} ?b }} }}")
                     if (d := digest_of(row["b"].value)) is not None}
+        graph = Term(IRI, GRAPH_RETRIEVAL)
+        orphans = [(row["b"], row["p"], row["o"], graph) for row in store.select(
+            f"SELECT ?b ?p ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?b a {NT.Blob} ; ?p ?o "
+            f"FILTER NOT EXISTS {{ ?x {NT.blob} ?b }} }} }}")]
     finally:
         store.close()
-    return [d for d in wanted if d not in referred and blobs.remove(d)]
+    if orphans:
+        writer = open_for_writing(spec)
+        try:
+            writer.remove(_as_quads(orphans))
+        finally:
+            writer.close()
+    gone = {d for d in wanted if d not in referred}
+    gone |= {d for b, _, _, _ in orphans if (d := digest_of(b.value)) is not None}
+    where = default_dir(spec, blob_dir)
+    if where is None:
+        return []
+    blobs = BlobStore(where)
+    return [d for d in sorted(gone) if blobs.remove(d)]
 
 
 @dataclass

@@ -109,3 +109,31 @@ def test_import_of_spans_stores_large_values_as_blobs(tmp_path: Path, capsysbina
     assert not (inline / "blobs").exists()
     ds = load_dataset(str(inline))
     assert {str(o) for _, _, o, _ in ds.quads((None, TG.observation, None, None))} == {text}
+
+
+def test_delete_also_removes_a_blob_no_node_refers_to(tmp_path: Path, capsysbinary) -> None:
+    """A blob described in the graph but named by no node (what a framework trace mapped again with
+    another value leaves: the mapper never removes a blob's description, another session may share
+    it) goes with the next delete, its description, its preview's text and its file."""
+    from otel_prov.mapping.blobs import by_reference
+    from otel_prov.model.quads import nquads
+    from otel_prov.model.terms import literal
+    from otel_prov.model.vocab import NT
+    from otel_prov.stores import BlobStore
+
+    text, inner = payload()
+    token = text[:24]
+    store = tmp_path / "store"
+    [kept, doomed] = run(f"oxigraph:{store}", ["small", "small too"])
+    blobs: dict[str, bytes] = {}
+    value = ("<urn:gone>", NT.tg_observation, literal(text), "<urn:graph:retrieval>")
+    quads = by_reference([value], 1000, blobs)
+    orphan = [q for q in quads if q[0] != "<urn:gone>"]
+    (tmp_path / "orphan.nq").write_bytes(nquads(orphan))
+    BlobStore(store / "blobs").put_all(blobs)
+    assert cli(capsysbinary, "import", str(tmp_path / "orphan.nq"), "--store", str(store)).code == 0
+    assert files_holding(store, token) != [] and blob_files(store / "blobs") == [_blob(store, text)]
+    assert cli(capsysbinary, "delete", doomed, "--store", str(store)).code == 0
+    assert blob_files(store / "blobs") == []
+    assert files_holding(store, token) == [] and files_holding(store, inner) == []
+    assert cli(capsysbinary, "show", kept, "--store", str(store)).code == 0
