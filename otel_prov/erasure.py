@@ -18,16 +18,18 @@ import getpass
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pyoxigraph
 
 from .errors import StoreError
 from .model import lifecycle as L
+from .model.iris import blob_iri, digest_of
 from .model.quads import Quad, nquads
 from .model.vocab import GRAPH_RETRIEVAL, NT
 from .read.model import SessionFilter
 from .read.reader import TraceReader
-from .stores import ReadStore, StoreSpec, open_for_reading, open_for_writing, settle
+from .stores import BlobStore, ReadStore, StoreSpec, default_dir, open_for_reading, open_for_writing, settle
 from .stores.base import BNODE, IRI, QuadTerms, Term
 
 SETTLE_TIMEOUT = 30.0
@@ -186,11 +188,12 @@ def fold_first(spec: StoreSpec, timeout: float = SETTLE_TIMEOUT) -> None:
 
 
 def erase(spec: StoreSpec, doomed: Iterable[Doomed], *, by: str, reason: str | None,
-          each: Callable[[Doomed], None] = lambda _: None) -> bool:
+          each: Callable[[Doomed], None] = lambda _: None, blob_dir: Path | None = None) -> bool:
     """Remove each of ``doomed`` from the store and record its erasure (``each`` is told of each one
     done), then, on an on-disk store, rebuild its index so that the removed text leaves its files.
     Returns whether it was rebuilt: False when another process indexes the store (the sessions are
     gone from what every reader sees; their text stays in the files until a rebuild)."""
+    doomed = list(doomed)
     writer = open_for_writing(spec)
     try:
         for one in doomed:
@@ -201,7 +204,49 @@ def erase(spec: StoreSpec, doomed: Iterable[Doomed], *, by: str, reason: str | N
             each(one)
     finally:
         writer.close()
+    drop_blobs(spec, {d for one in doomed for d in _blobs_of(one.quads)}, blob_dir)
     return spec.path is None or settle(spec, timeout=0, compact=True)
+
+
+def _blobs_of(quads: Iterable[QuadTerms]) -> set[str]:
+    blob = NT.blob[1:-1]
+    return {d for _, p, o, _ in quads if p.value == blob and (d := digest_of(o.value)) is not None}
+
+
+def drop_blobs(spec: StoreSpec, digests: Iterable[str], blob_dir: Path | None = None) -> list[str]:
+    """After sessions' quads were removed: the blobs no quad of the explainability graph refers to any
+    more -- of ``digests`` (those sessions' blobs) and any blob described but referred to by no node
+    (left by a framework trace mapped again with another value) -- go, their description from the
+    graph and their file from the blob directory; a blob still referred to is never removed.  The
+    blobs removed (hex)."""
+    wanted = sorted(set(digests))
+    store = open_for_reading(spec)
+    try:
+        referred = {d for start in range(0, len(wanted), SHARED_BATCH)
+                    for row in store.select(
+                        "SELECT DISTINCT ?b WHERE { VALUES ?b { "
+                        + " ".join(f"<{blob_iri(d)}>" for d in wanted[start:start + SHARED_BATCH])
+                        + f" }} GRAPH <{GRAPH_RETRIEVAL}> {{ ?x {NT.blob} ?b }} }}")
+                    if (d := digest_of(row["b"].value)) is not None}
+        graph = Term(IRI, GRAPH_RETRIEVAL)
+        orphans = [(row["b"], row["p"], row["o"], graph) for row in store.select(
+            f"SELECT ?b ?p ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ ?b a {NT.Blob} ; ?p ?o "
+            f"FILTER NOT EXISTS {{ ?x {NT.blob} ?b }} }} }}")]
+    finally:
+        store.close()
+    if orphans:
+        writer = open_for_writing(spec)
+        try:
+            writer.remove(_as_quads(orphans))
+        finally:
+            writer.close()
+    gone = {d for d in wanted if d not in referred}
+    gone |= {d for b, _, _, _ in orphans if (d := digest_of(b.value)) is not None}
+    where = default_dir(spec, blob_dir)
+    if where is None:
+        return []
+    blobs = BlobStore(where)
+    return [d for d in sorted(gone) if blobs.remove(d)]
 
 
 @dataclass
@@ -214,7 +259,7 @@ class Pruned:
 
 
 def prune(spec: StoreSpec, older: timedelta, *, collection: str | None = None, by: str,
-          reason: str | None = None, limit: int | None = None) -> Pruned:
+          reason: str | None = None, limit: int | None = None, blob_dir: Path | None = None) -> Pruned:
     """Erase the sessions that started more than ``older`` ago (``collection``'s only, if given),
     but the held ones; at most ``limit`` of them (the oldest first)."""
     fold_first(spec)
@@ -227,7 +272,7 @@ def prune(spec: StoreSpec, older: timedelta, *, collection: str | None = None, b
     more = limit is not None and len(old) > limit
     if not planned.erase:
         return Pruned(0, len(planned.held), True, more)
-    rebuilt = erase(spec, planned.erase, by=by, reason=reason)
+    rebuilt = erase(spec, planned.erase, by=by, reason=reason, blob_dir=blob_dir)
     return Pruned(len(planned.erase), len(planned.held), rebuilt, more)
 
 

@@ -37,7 +37,7 @@ FAST = frozenset({
     "test_guards", "test_imports", "test_mapper_bounds", "test_model", "test_public_api", "test_settings",
     "test_shapes", "test_strict", "test_svg_layout", "test_timeline", "test_trustgraph_vocab", "test_values",
     "test_trustgraph_profile",
-    "test_redaction", "test_policy",
+    "test_redaction", "test_policy", "test_by_reference",
 })
 """The fast layer (``pytest -m fast``, ~20 s): the modules that start no server, no real framework and
 no subprocess -- the mapping core, the values rule, the model, the read side, the import rules."""

@@ -92,6 +92,12 @@ def _common(parser: argparse.ArgumentParser, *, collection: bool = False) -> Non
         parser.add_argument("--collection", help=_COLLECTION_HELP)
 
 
+def _blob_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--blob-dir", metavar="DIR",
+                        help="where the store's large values are (default: blobs/ in an on-disk store; "
+                             f"{settings.BLOB_DIR.env})")
+
+
 def _time_range(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", metavar="TIME",
                         help="only sessions started at or after TIME (ISO 8601, UTC unless it ends with "
@@ -163,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("iri", help="the IRI of a Question (see 'otel-prov list') or of one of its steps")
     _common(p)
     p.add_argument("--format", **_formats(list(TRACE_FORMATS), from_output=True))
+    p.add_argument("--inline", action="store_true",
+                   help="each large value stored by reference (a blob) shown whole, not its preview")
+    _blob_dir(p)
     p.add_argument("--jaeger-url", help=f"Jaeger UI base URL, to print the trace's link "
                    f"({settings.JAEGER_URL.env}; e.g. http://localhost:16686)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
@@ -224,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, collection=True)
     p.add_argument("--session", action="append", metavar="IRI",
                    help="only this session (its IRI, or its trace id; repeatable)")
+    p.add_argument("--inline", action="store_true",
+                   help="each large value stored by reference (a blob) written back whole as its literal "
+                        "(docs/store.md)")
+    _blob_dir(p)
     suffixes = ", ".join(f"{suffix} {name}" for suffix, name in EXPORT_SUFFIXES.items())
     aliases = [k for k, v in FORMAT_ALIASES.items() if v in EXPORT_FORMATS]
     p.add_argument("--format", **{**_formats(EXPORT_FORMATS, from_output=True),
@@ -292,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--redact", metavar="DETECTORS",
                    help=f"replace secrets and personal data in the spans' text: on, off or detectors' names "
                         f"({settings.REDACT.env}; default off)")
+    p.add_argument("--blob-threshold", metavar="BYTES",
+                   help="spans' values of more bytes stored once as blobs beside the store "
+                        f"({settings.BLOB_THRESHOLD.env}; default 65536; 0 = never; docs/store.md)")
+    _blob_dir(p)
 
     p = _add(sub, "hold", cmd_hold, "place, release or list legal holds (kept from delete and prune)",
              "A hold keeps a session (with its sub-traces) or a whole collection from every removal:\n"
@@ -322,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", help="who (recorded; default: your user name)")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     p.add_argument("--store", help=_STORE_HELP)
+    _blob_dir(p)
 
     p = _add(sub, "prune", cmd_prune, "erase the sessions older than a given age (held ones kept)",
              "Erase the sessions that started more than DURATION ago (90d, 12h, 2w, 1y), of one\n"
@@ -332,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", help="who (recorded; default: your user name)")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     p.add_argument("--store", help=_STORE_HELP)
+    _blob_dir(p)
 
     p = _add(sub, "demo", cmd_demo, "run the example agents and show what they recorded",
              "Run the three example flows (a ReAct agent with a calculator, a knowledge-graph lookup\n"
@@ -379,6 +398,8 @@ def _seal_parsers(sub: Any) -> None:
         _time_range(p)
         p.add_argument("--session", action="append", metavar="ID",
                        help="only this session (its IRI, trace id or UUID; repeatable)")
+        if name == "verify":
+            _blob_dir(p)
         p.add_argument("--hmac-key", metavar="FILE",
                        help="a file holding a secret key (16 bytes or more): "
                             + ("an HMAC-SHA256 of each seal" if name == "seal" else "check the seals' HMAC"))

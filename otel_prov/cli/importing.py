@@ -35,7 +35,7 @@ from ..mapping.spans import records_from_otlp
 from ..model.quads import nquads
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..serve.decode import BadRequest, decode_json
-from ..stores import open_for_writing
+from ..stores import BlobStore, default_dir, open_for_writing
 from .common import EXIT_FAILED, EXIT_OK, Progress, option, store_spec
 
 FORMATS = {"nquads": pyoxigraph.RdfFormat.N_QUADS, "trig": pyoxigraph.RdfFormat.TRIG}
@@ -71,11 +71,13 @@ def quads_of_rdf(data: bytes, fmt: str) -> list[pyoxigraph.Quad]:
 
 
 def quads_of_spans(data: bytes, profile: str, fmt: str = "otlp-json",
-                   policy: ContentPolicy | None = None) -> tuple[bytes, int, int, list[str]]:
+                   policy: ContentPolicy | None = None, blob_threshold: int = 0,
+                   blobs: dict[str, bytes] | None = None) -> tuple[bytes, int, int, list[str]]:
     """The N-Quads of the spans of OTLP/JSON ``data`` (one request a line, or one request) or of
     Jaeger's JSON (``fmt`` ``jaeger-json``, or a document in its shape), mapped together under the
     content ``policy``: (N-Quads, quads, spans, messages of the spans rejected).  ``ValueError``
-    naming the line of a request that is not OTLP/JSON, or what is not Jaeger's JSON."""
+    naming the line of a request that is not OTLP/JSON, or what is not Jaeger's JSON.  Values over
+    ``blob_threshold`` bytes are stored by reference, their bytes added to ``blobs``."""
     records, rejected = [], []
     jaeger = jaeger_document(data) if fmt == "jaeger-json" or _JAEGER_HEAD.match(data[:256]) else None
     if fmt == "jaeger-json" and jaeger is None:
@@ -96,7 +98,9 @@ def quads_of_spans(data: bytes, profile: str, fmt: str = "otlp-json",
         found, refused = records_from_otlp(request.resource_spans)
         records.extend(found)
         rejected.extend(refused)
-    update = TraceMapper(profile, policy=policy).map(records)
+    update = TraceMapper(profile, policy=policy, blob_threshold=blob_threshold).map(records)
+    if blobs is not None:
+        blobs.update(update.blobs)
     rejected.extend(error for _, error in update.failed)
     return nquads(update.add), len(update.add), len(records), rejected
 
@@ -234,6 +238,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     spec = store_spec(args)
     profile = option(args, settings.PROFILE)
     policy = settings.policy(args.content_policy, args.redact, via="flag")
+    where = default_dir(spec, settings.BLOB_DIR.get(args.blob_dir, via="flag"))
+    threshold = settings.BLOB_THRESHOLD.get(args.blob_threshold, via="flag") if where is not None else 0
+    blobs: dict[str, bytes] = {}
     loaded: list[tuple[Path, list[tuple[bytes, int]], str]] = []
     failed = False
     for name in args.files:
@@ -242,7 +249,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             data = path.read_bytes()
             fmt = file_format(path, args.format, data[:64])
             if fmt in SPAN_FORMATS:
-                text, count, spans, rejected = quads_of_spans(data, profile, fmt, policy)
+                text, count, spans, rejected = quads_of_spans(data, profile, fmt, policy, threshold, blobs)
                 summary = f"{count} quads from {spans} spans"
                 if rejected:
                     summary += f" ({len(rejected)} spans rejected: {rejected[0]})"
@@ -255,6 +262,12 @@ def cmd_import(args: argparse.Namespace) -> int:
             failed = True
     if not loaded:
         return EXIT_FAILED
+    if blobs and where is not None:  # before any quad that names them
+        try:
+            BlobStore(where).put_all(blobs)
+        except StoreError as exc:
+            print(f"otel-prov import: nothing imported: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     store = open_for_writing(spec)
     try:
         for path, parts, summary in loaded:

@@ -125,7 +125,8 @@ def _erase(args: argparse.Namespace, verb: str, *, until: str | None = None, kee
         for doomed in planned.erase:
             print(f"would delete {doomed.question} ({len(doomed.quads)} quads)")
         return EXIT_FAILED if refused else EXIT_OK
-    rebuilt = E.erase(spec, planned.erase, by=_by(args), reason=args.reason,
+    blob_dir = settings.BLOB_DIR.get(args.blob_dir, via="flag")
+    rebuilt = E.erase(spec, planned.erase, by=_by(args), reason=args.reason, blob_dir=blob_dir,
                       each=lambda d: print(f"deleted {d.question} ({len(d.quads)} quads)", file=sys.stderr))
     if spec.path is not None:
         if rebuilt:

@@ -15,6 +15,8 @@ from ..erasure import session_quads
 from ..errors import ProvError, StoreError
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..read import packs
+from ..read.blobs import Resolver, inlined, inlined_triples, references
+from ..read.build import build_trace
 from ..read.diff import diff
 from ..read.lineage import Lineage
 from ..read.model import STATUS_NAMES, TYPES, SessionFilter, Trace, TraceNotFound, check_bound
@@ -37,6 +39,7 @@ from ..render.text import EMPTY
 from ..stores import ReadStore, check_store, mark_stale, parse_store, settle
 from ..stores.base import QuadTerms
 from .common import (
+    EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     PROG,
@@ -44,6 +47,7 @@ from .common import (
     Progress,
     Reading,
     UsageError,
+    blob_store,
     check_iri,
     option,
     resolve_format,
@@ -121,10 +125,18 @@ def cmd_show(args: argparse.Namespace) -> int:
             trace, triples = TraceReader(store).trace(ref)
         except TraceNotFound as exc:
             raise CliError(str(exc)) from exc
+    resolver = Resolver(blob_store(args)) if args.inline else None
+    if resolver is not None:
+        triples = inlined_triples(triples, resolver)
+        trace = build_trace(trace.id, triples)
     shown = Shown(trace, triples, jaeger)
     write(render_trace(fmt, shown), args.output)
     note = TRACE_FORMATS[fmt].note
     _say_left_out(note(shown) if note is not None else None)
+    if resolver is not None and resolver.problems:
+        for line in resolver.said():
+            print(f"{PROG} show: {line}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 
@@ -250,6 +262,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             total, items = len(quads), quads
         else:
             total, items = store.count(GRAPH_RETRIEVAL), store.quads(GRAPH_RETRIEVAL)
+        resolver = None
+        if args.inline:
+            refs = references(store)
+            if refs:
+                resolver = Resolver(blob_store(args))
+                items = inlined(items, refs, resolver)
         stream = Progress(total).wrap(items)
         if args.output is None or args.output == "-":
             left_out = write_export(stream, fmt, sys.stdout.buffer)
@@ -261,6 +279,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
     _say_left_out(left_out)
+    if resolver is not None and resolver.problems:
+        for line in resolver.said():
+            print(f"{PROG} export: {line}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

@@ -35,12 +35,24 @@ from ..read.seals import (
     UNSIGNED,
     Finding,
     Seal,
+    blobs_of,
     compare,
     digest,
     read_seals,
+    with_blobs,
 )
-from ..stores import open_for_writing
-from .common import EXIT_FAILED, EXIT_OK, CliError, Reading, check_iri, option, resolve_format, write
+from ..stores import BlobStore, open_for_writing
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    Reading,
+    blob_store,
+    check_iri,
+    option,
+    resolve_format,
+    write,
+)
 from .read import check_time_range
 
 HMAC_MIN_BYTES = 16
@@ -301,7 +313,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         sealed = [session for session, found in seals.items() if scope.keeps(session, found[-1])]
         sessions = list(dict.fromkeys([*current, *sorted(sealed)]))
         now = _digests(reader, sessions)
-    findings = compare(sessions, now, seals, keys.problem if keys.names else None)
+        problems = _blob_problems(reader, sessions, blob_store(args))
+    findings = with_blobs(compare(sessions, now, seals, keys.problem if keys.names else None), problems)
     ok = all(f.status == INTACT for f in findings)
     unchecked = _unchecked(findings, keys)
     if fmt == "json":
@@ -313,6 +326,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         write(_verify_text(findings, keys, unchecked), args.output)
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def _blob_problems(reader: TraceReader, sessions: list[str], blobs: BlobStore | None) -> dict[str, list[str]]:
+    """Each session's blobs that are missing or whose bytes hash to another name (no blob
+    directory: every blob a session names is missing)."""
+    out: dict[str, list[str]] = {}
+    for session, triples in reader.session_triples(sessions):
+        for found in blobs_of(triples):
+            problem = blobs.check(found) if blobs is not None else "missing (no blob directory)"
+            if problem is not None:
+                out.setdefault(session, []).append(f"sha256:{found} {problem}")
+    return out
 
 
 def _unchecked(findings: list[Finding], keys: Keys) -> list[str]:

@@ -92,6 +92,10 @@ _FLAGS: tuple[tuple[settings.Option[Any], str, object], ...] = (
     (settings.SERVE_PRUNE_OLDER_THAN, "retention: erase by itself the sessions that started longer ago "
      "than this (90d, 12h, 2w, 1y), held ones kept", None),
     (settings.SERVE_PRUNE_INTERVAL, "how often --prune-older-than runs", "1h"),
+    (settings.BLOB_THRESHOLD, "a content value of more bytes is stored once as a blob beside the store "
+     "(docs/store.md); 0 = never", "65536"),
+    (settings.BLOB_DIR, "where the blobs go (default: blobs/ in an on-disk store; a store on a server keeps "
+     "large values inline without one)", None),
 )
 """Every option of ``serve`` with a flag: (option, help, the default shown)."""
 
@@ -108,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             allowed_hosts=args.allowed_hosts, workers=args.workers,
             content_policy=args.content_policy, redact=args.redact,
             prune_older_than=args.prune_older_than, prune_interval=args.prune_interval,
+            blob_threshold=args.blob_threshold, blob_dir=args.blob_dir,
         )
         stop = threading.Event()
         _on_signals(stop)

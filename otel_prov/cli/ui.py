@@ -28,6 +28,7 @@ _FLAGS: tuple[tuple[settings.Option[Any], str], ...] = (
     (settings.UI_ROW_LIMIT, "rows of a SPARQL result shown (default 1000)"),
     (settings.UI_ALLOWED_HOSTS, "comma-separated host names requests may name besides IP addresses and "
                                 "localhost (DNS rebinding protection; * for any)"),
+    (settings.BLOB_DIR, "where the store's large values are (default: blobs/ in an on-disk store)"),
 )
 
 
@@ -45,7 +46,7 @@ def add_flags(parser: argparse.ArgumentParser, *, shared: bool = True) -> None:
     """The view's flags; without the ``shared`` ones (``--store``, ``--jaeger-url``) when the
     command has them already (``demo``)."""
     for option, help_ in _FLAGS:
-        if not shared and option in (settings.STORE, settings.JAEGER_URL):
+        if not shared and option in (settings.STORE, settings.JAEGER_URL, settings.BLOB_DIR):
             continue
         parser.add_argument(str(option.flag), help=f"{help_} ({option.env})")
     parser.add_argument("--public-without-token", action="store_true",
@@ -57,7 +58,8 @@ def config_from(args: argparse.Namespace) -> settings.UiSettings:
     return settings.ui_settings(
         via="flag", store=args.store, host=args.host, port=args.port, token=args.token,
         jaeger_url=args.jaeger_url, query_timeout=args.query_timeout, row_limit=args.row_limit,
-        public_without_token=args.public_without_token, allowed_hosts=args.allowed_hosts)
+        public_without_token=args.public_without_token, allowed_hosts=args.allowed_hosts,
+        blob_dir=getattr(args, "blob_dir", None))
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

@@ -76,7 +76,8 @@ class _Leased:
     lease on the process's ingest pipeline for that store, its problems log, flush and release."""
 
     def _open(self, kind: str, name: str, store: Store, profile: str | None,
-              max_attribute_bytes: int | None, content_policy: str | None, redact: str | None) -> None:
+              max_attribute_bytes: int | None, content_policy: str | None, redact: str | None,
+              blob_threshold: int | None = None, blob_dir: str | os.PathLike[str] | None = None) -> None:
         self.profile = settings.PROFILE.get(profile)
         limit = settings.MAX_ATTRIBUTE_BYTES.get(max_attribute_bytes)
         self.policy = settings.policy(content_policy, redact)
@@ -84,8 +85,10 @@ class _Leased:
         spec = store if isinstance(store, rdflib.Dataset) else settings.STORE.get(store)
         self.store_spec = spec
         self._name = name
+        self.blob_threshold = settings.BLOB_THRESHOLD.get(blob_threshold)
+        self.blob_dir = settings.BLOB_DIR.get(blob_dir)
         self._lease = lease(kind, spec, self.profile, name=name, max_attribute_bytes=limit,
-                            policy=self.policy)
+                            policy=self.policy, blob_threshold=self.blob_threshold, blob_dir=self.blob_dir)
         self._pipeline = self._lease.pipeline
         self._problems = ProblemLog(logger, name)
         remote = isinstance(spec, StoreSpec) and spec.remote is not None
@@ -133,6 +136,11 @@ class ProvSpanExporter(_Leased, SpanExporter):
       ``"thought=sha256,observation=truncate:500"``...; ``OTEL_PROV_CONTENT_POLICY``), and
       ``redact``: secrets and personal data replaced by typed markers before anything is stored
       (``"on"``, ``"off"``, the default, or detectors' names; ``OTEL_PROV_REDACT``): docs/privacy.md.
+    - ``blob_threshold``: a content value of more UTF-8 bytes is stored once as a content-addressed
+      blob, the graph keeping its hash, size and a preview (default 65536; 0: never;
+      ``OTEL_PROV_BLOB_THRESHOLD``), under ``blob_dir`` (default ``blobs/`` in an on-disk store; a
+      store on a server or in memory has none unless named: its values stay inline;
+      ``OTEL_PROV_BLOB_DIR``): docs/store.md.
 
     ``export()`` never raises and is thread-safe, and returns SUCCESS only for spans whose quads are
     stored (on disk: appended to the store's log); a store that cannot be written (a full disk) is
@@ -146,8 +154,10 @@ class ProvSpanExporter(_Leased, SpanExporter):
 
     def __init__(self, *, store: Store = None, profile: str | None = None,
                  max_attribute_bytes: int | None = None, content_policy: str | None = None,
-                 redact: str | None = None) -> None:
-        self._open(SPANS, "otel-prov exporter", store, profile, max_attribute_bytes, content_policy, redact)
+                 redact: str | None = None, blob_threshold: int | None = None,
+                 blob_dir: str | os.PathLike[str] | None = None) -> None:
+        self._open(SPANS, "otel-prov exporter", store, profile, max_attribute_bytes, content_policy, redact,
+                   blob_threshold, blob_dir)
 
     @property
     def store(self) -> WriteStore:
@@ -246,9 +256,10 @@ class ProvLogExporter(_Leased, _LogExporter):
 
     def __init__(self, *, store: Store = None, profile: str | None = None,
                  max_attribute_bytes: int | None = None, content_policy: str | None = None,
-                 redact: str | None = None) -> None:
+                 redact: str | None = None, blob_threshold: int | None = None,
+                 blob_dir: str | os.PathLike[str] | None = None) -> None:
         self._open(LOGS, "otel-prov log exporter", store, profile, max_attribute_bytes, content_policy,
-                   redact)
+                   redact, blob_threshold, blob_dir)
         self.records = 0
         """GenAI events exported so far."""
         self.ignored = 0

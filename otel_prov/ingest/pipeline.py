@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
 
+from ..errors import StoreError
 from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.policy import ContentPolicy
 from ..mapping.spans import LogRecord, SpanRecord
 from ..model.quads import nquads
+from ..stores import BlobStore
 from ..stores.base import AppendStore, WriteStore
 from .writer import AppendWriter, NotStored, Writer
 
@@ -52,11 +54,16 @@ class IngestPipeline:
 
     def __init__(self, store: WriteStore, profile: str, *, name: str, rescue_dir: Path | None = None,
                  max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
-                 mapper: TraceMapper | None = None, policy: ContentPolicy | None = None) -> None:
+                 mapper: TraceMapper | None = None, policy: ContentPolicy | None = None,
+                 blobs: BlobStore | None = None, blob_threshold: int = 0) -> None:
         self.store = store
+        self.blobs = blobs
+        """Where large values go (:mod:`otel_prov.stores.blobs`): written before the quads that name
+        them.  None: every value stays inline."""
         self.name = name
         """Who runs it (``otel-prov exporter``, ``otel-prov serve``), for log lines."""
-        self.mapper = mapper or TraceMapper(profile, max_attribute_bytes=max_attribute_bytes, policy=policy)
+        self.mapper = mapper or TraceMapper(profile, max_attribute_bytes=max_attribute_bytes, policy=policy,
+                                            blob_threshold=blob_threshold if blobs is not None else 0)
         """Maps with the content policy (``policy``): the writer, the store's log and a rescue file only
         ever get what it lets through."""
         self.writer: Writer | AppendWriter = (
@@ -97,11 +104,24 @@ class IngestPipeline:
     def _write(self, update: Update) -> Submitted:
         if update.remove or update.add:
             try:
+                if update.blobs:
+                    self._store_blobs(update)
                 self.writer.update(update.remove, nquads(update.add), len(update.add))
             except NotStored:
                 self.mapper.unstored(update)
                 raise
         return Submitted(self.writer.submitted, update)
+
+    def _store_blobs(self, update: Update) -> None:
+        """The blobs of ``update``, written (fsynced) before any quad that names them is handed on; a
+        blob store that fails refuses the update (:class:`~.writer.NotStored`: nothing of it is
+        stored, the exporter reports it, the receiver answers UNAVAILABLE)."""
+        if self.blobs is None:  # a mapper given without a blob store (never by this class)
+            raise NotStored(f"{self.name}: values stored by reference but no blob store")
+        try:
+            self.blobs.put_all(update.blobs)
+        except StoreError as exc:
+            raise NotStored(str(exc)) from exc
 
     def unstored(self, update: Update) -> None:
         """``update`` was submitted but its commit is not confirmed (the receiver does not

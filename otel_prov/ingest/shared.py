@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import rdflib
 
 from ..errors import ConfigError
 from ..mapping.policy import ContentPolicy
-from ..stores import StoreSpec, open_for_writing
+from ..stores import BlobStore, StoreSpec, default_dir, open_for_writing
 from .pipeline import IngestPipeline
 
 SPANS, LOGS = "spans", "logs"
@@ -63,15 +64,23 @@ def _key(spec: StoreSpec | rdflib.Dataset, profile: str, policy: ContentPolicy) 
 
 
 def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: str,
-          max_attribute_bytes: int, policy: ContentPolicy | None = None) -> Lease:
+          max_attribute_bytes: int, policy: ContentPolicy | None = None,
+          blob_threshold: int = 0, blob_dir: Path | None = None) -> Lease:
     """A pipeline for an exporter of ``kind`` (:data:`SPANS` or :data:`LOGS`): the one the other kind
     opened on the same store, when it has no partner of this kind yet; else a new one (the store
     opened here: :class:`~otel_prov.StoreError` if it cannot be)."""
     policy = policy or ContentPolicy()
     key = _key(spec, profile, policy)
+    where = default_dir(spec if isinstance(spec, StoreSpec) else None, blob_dir)
+    blobs = (where, blob_threshold) if where is not None and blob_threshold else (None, 0)
     with _LOCK:
         shared = _OPEN.get(key)
         if shared is not None and kind not in shared.holders and not shared.pipeline.closed:
+            theirs = shared.pipeline.blobs
+            if blobs != ((theirs.root, shared.pipeline.mapper.blob_threshold) if theirs else (None, 0)):
+                raise ConfigError(f"the {kind} exporter's large values (blob_threshold, blob_dir) are not "
+                                  f"those of the exporter already writing to {key[0][1]}: set one "
+                                  "(OTEL_PROV_BLOB_THRESHOLD, OTEL_PROV_BLOB_DIR) for both")
             shared.holders.add(kind)
             return Lease(shared.pipeline, kind, shared)
         for (other_spec, other_profile, other_policy), held in _OPEN.items():
@@ -88,7 +97,9 @@ def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: st
         opened = open_for_writing(spec, quick_close=True)  # shutdown() need not wait for the index
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
         pipeline = IngestPipeline(opened, profile, name=name, rescue_dir=rescue_dir,
-                                  max_attribute_bytes=max_attribute_bytes, policy=policy)
+                                  max_attribute_bytes=max_attribute_bytes, policy=policy,
+                                  blobs=BlobStore(blobs[0]) if blobs[0] is not None else None,
+                                  blob_threshold=blobs[1])
         shared = _Shared(pipeline, key, {kind})
         if key not in _OPEN:
             _OPEN[key] = shared

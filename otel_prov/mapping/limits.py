@@ -98,3 +98,6 @@ def check_terms(quads: Sequence[Quad], start: int = 0) -> None:
                 if len(term) > cheap and _utf8_len(term) > MAX_TERM_BYTES:
                     raise ValueTooLarge(f"a value maps to a term of {_utf8_len(term)} bytes, over the "
                                         f"store's limit of {MAX_TERM_BYTES} bytes")
+
+DEFAULT_BLOB_THRESHOLD = 64 * 1024
+"""UTF-8 bytes above which a content value is stored by reference, as a blob (:mod:`.blobs`)."""

@@ -34,6 +34,7 @@ from typing import Any
 from ..model.profiles import TRUSTGRAPH, check_profile
 from ..model.quads import Quad
 from .agents import AgentsMapped, trace_mapped
+from .blobs import BLOB_PREFIX, by_reference
 from .conversations import LEFT_OUT, Conversations
 from .dialects import Role
 from .flows import Mapped, is_ours, map_span
@@ -88,6 +89,9 @@ class Update:
     failed: list[tuple[SpanRecord, str]] = field(default_factory=list)
     """Spans the mapping raised on (a bug or input it cannot handle), with the error: nothing of
     them was written, and mapping them again would fail the same way."""
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    """The values of ``add`` stored by reference (:mod:`.blobs`), by hex SHA-256: written to the blob
+    store before the quads."""
     rewritten: dict[int, frozenset[Quad]] = field(default_factory=dict)
     """Framework traces whose graph this update rewrites, with the quads the mapper took to be in
     the store before (what :meth:`TraceMapper.unstored` needs if the update never gets there)."""
@@ -137,8 +141,10 @@ class TraceMapper:
     def __init__(self, profile: str, *, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
                  max_spans_per_trace: int = MAX_SPANS_PER_TRACE, max_bytes: int = MAX_BYTES,
                  max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES, conversations: bool = True,
-                 policy: ContentPolicy | None = None) -> None:
+                 policy: ContentPolicy | None = None, blob_threshold: int = 0) -> None:
         self.profile = check_profile(profile)
+        self.blob_threshold = max(0, blob_threshold)
+        """A content value of more bytes is stored by reference (:mod:`.blobs`); 0: never."""
         self.policy = policy if policy is not None and policy.active else None
         """What of the content reaches the store (:mod:`.policy`): applied to the quads of each span,
         trace and conversation as they are mapped, before they are remembered or handed on."""
@@ -198,8 +204,9 @@ class TraceMapper:
                     failed.append((rec, f"{type(exc).__name__}: {exc}"))
                     continue
             by_trace.setdefault(rec.trace_id, []).append(rec)
-        update = Update(add=self._policed(direct.quads), mapped=direct.mapped, ignored=direct.ignored,
-                        problems=direct.problems + log_problems, failed=failed)
+        blobs: dict[str, bytes] = {}
+        update = Update(add=self._policed(direct.quads, blobs), mapped=direct.mapped, ignored=direct.ignored,
+                        problems=direct.problems + log_problems, failed=failed, blobs=blobs)
         if by_trace or logs_by_trace:
             with self._lock:
                 touched: set[tuple[int, int]] = set()
@@ -359,14 +366,14 @@ class TraceMapper:
         except Exception:  # a bug must not stop our own spans or other traces: keep the old graph
             self._mapping_failed(update)
             return
-        new = frozenset(self._policed(result.quads))
+        new = frozenset(self._policed(result.quads, update.blobs))
         update.rewritten.setdefault(trace_id, trace.quads)
         if trace.unsure is not None:  # the store may hold any of these: say everything
-            update.remove.extend((trace.quads | trace.unsure) - new)
+            update.remove.extend(_kept_blobs((trace.quads | trace.unsure) - new))
             update.add.extend(new)
             trace.unsure = None
         else:
-            update.remove.extend(trace.quads - new)
+            update.remove.extend(_kept_blobs(trace.quads - new))
             update.add.extend(new - trace.quads)
         trace.quads = new
         trace.waiting = result.waiting
@@ -405,7 +412,7 @@ class TraceMapper:
         several traces of the batch)."""
         try:
             add, remove, before = self._conversations.remap(touched, self.profile, update.problems,
-                                                            self._policed)
+                                                            lambda quads: self._policed(quads, update.blobs))
         except Exception:
             self._mapping_failed(update)
             return
@@ -413,12 +420,14 @@ class TraceMapper:
         update.add.extend(add)
         update.rewritten_conversations.update(before)
 
-    def _policed(self, quads: list[Quad]) -> list[Quad]:
-        """``quads`` as they reach the store: the content policy applied, then (profile
-        ``trustgraph``) rewritten to TrustGraph's layout (a document's text is the policed one)."""
-        if self.policy is not None:
-            quads = self.policy.apply(quads)
-        return to_trustgraph(quads) if self.profile == TRUSTGRAPH else quads
+    def _policed(self, quads: list[Quad], blobs: dict[str, bytes]) -> list[Quad]:
+        """``quads`` as they reach the store: the content policy applied, then large values by
+        reference (their bytes added to ``blobs``), then (profile ``trustgraph``) rewritten to
+        TrustGraph's layout (a document's text is the policed one)."""
+        out = quads if self.policy is None else self.policy.apply(quads)
+        if self.blob_threshold:
+            out = by_reference(out, self.blob_threshold, blobs)
+        return to_trustgraph(out) if self.profile == TRUSTGRAPH else out
 
     def _mapping_failed(self, update: Update) -> None:
         if not self._failed:
@@ -460,6 +469,12 @@ class TraceMapper:
             update.problems.append(FORGOTTEN_WAITING)
         logger.debug("otel-prov mapper: memory bound reached, forgot trace %032x (%d spans, %d quads)",
                      trace_id, len(trace.nodes), len(trace.quads))
+
+
+def _kept_blobs(quads: Iterable[Quad]) -> list[Quad]:
+    """``quads`` but a blob's description (another session may refer to the same blob; what no
+    session refers to any more is erased by ``delete`` and ``prune``)."""
+    return [q for q in quads if not q[0].startswith("<" + BLOB_PREFIX)]
 
 
 def _is_model_call(view: SpanView) -> bool:

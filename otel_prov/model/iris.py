@@ -226,3 +226,24 @@ def edge_index(value: str) -> int | None:
     """The ``index`` of an edge selection IRI ``...:{index}``, else None."""
     tail = value.rsplit(":", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+BLOB_PREFIX = "urn:otel-prov:blob:sha256:"
+"""A blob's IRI: this and the hex SHA-256 of its bytes (docs/store.md, "Large values")."""
+_BLOB_HEX = re.compile(r"[0-9a-f]{64}\Z")
+
+
+
+def blob_iri(digest: str) -> str:
+    """The IRI of the blob whose SHA-256 is ``digest`` (hex)."""
+    return BLOB_PREFIX + digest
+
+
+def digest_of(iri: str) -> str | None:
+    """The hex SHA-256 a blob's IRI names (``None``: not a blob's IRI)."""
+    if iri.startswith("<") and iri.endswith(">"):
+        iri = iri[1:-1]
+    if not iri.startswith(BLOB_PREFIX):
+        return None
+    digest = iri[len(BLOB_PREFIX):]
+    return digest if _BLOB_HEX.match(digest) else None

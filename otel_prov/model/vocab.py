@@ -39,6 +39,8 @@ OTELPROV = ClosedNamespace(
      "Approval", "decision",
      # what the content policy did to a node's values (docs/privacy.md)
      "contentPolicy", "truncatedFrom", "redactions",
+     # a large value stored by reference, as a content-addressed blob (docs/store.md)
+     "Blob", "blob", "byReference", "sha256", "byteSize", "mediaType", "preview",
      # otel-prov seal's manifest (docs/audit.md)
      "Seal", "sealedSession", "digest", "digestAlgorithm", "quadCount", "sessionCollection", "sessionTime",
      "hmac", "signature", "publicKey"],
@@ -96,6 +98,9 @@ NT = SimpleNamespace(
     Approval=_nt(OTELPROV.Approval), decision=_nt(OTELPROV.decision),
     contentPolicy=_nt(OTELPROV.contentPolicy), truncatedFrom=_nt(OTELPROV.truncatedFrom),
     redactions=_nt(OTELPROV.redactions),
+    Blob=_nt(OTELPROV.Blob), blob=_nt(OTELPROV.blob), byReference=_nt(OTELPROV.byReference),
+    sha256=_nt(OTELPROV.sha256), byteSize=_nt(OTELPROV.byteSize), mediaType=_nt(OTELPROV.mediaType),
+    preview=_nt(OTELPROV.preview),
     **{f"raw_{prop}": _nt(getattr(OTELPROV, name)) for prop, name in RAW_TERMS.items()},
     **{f"tg_{name}": _nt(getattr(TG, name)) for name in TG_TERMS},
 )

@@ -12,7 +12,7 @@ from typing import Any
 from rdflib import RDF, RDFS
 from rdflib.namespace import PROV
 
-from ..model.iris import edge_index, iteration_of
+from ..model.iris import BLOB_PREFIX, edge_index, iteration_of
 from ..model.vocab import OTELPROV, TG
 from ..stores.base import Term
 from .model import (
@@ -199,6 +199,10 @@ def _step(iri: str, node: Props, props: dict[str, Props]) -> TraceStep:
         if p == str(RDF.type) or p in STEP_LINKS:
             continue
         values[local_name(p)] = sorted(o.value for o in objects)
+    for blob in values.get("blob", []):  # a large value's blob: its size, as the Content line says it
+        size = first(props.get(blob, {}), OTELPROV.byteSize)
+        if size is not None and blob.startswith(BLOB_PREFIX):
+            values.setdefault("blobBytes", []).append(f"sha256:{blob[len(BLOB_PREFIX):]} {size}")
     step = TraceStep(iri, kind_of(node), values, iteration_of(iri))
     for selection in sorted(o.value for o in node.get(str(TG.selectedEdge), [])):
         sel = props.get(selection, {})

@@ -326,6 +326,12 @@ class TraceStep:
             limit = said.get(name, "").removeprefix("truncate:")
             cut = length.isdigit() and limit.isdigit()
             said[name] = f"first {limit} of {int(length):,} characters" if cut else f"cut from {length}"
+        for note in self.values.get("byReference", []):
+            name, _, blob = note.partition(" ")
+            size = next((int(n.partition(" ")[2]) for n in self.values.get("blobBytes", [])
+                         if n.partition(" ")[0] == blob and n.partition(" ")[2].isdigit()), None)
+            of = f"{size:,} bytes, " if size is not None else ""
+            said[name] = f"its beginning shown ({of}blob {blob}; show --inline prints it whole)"
         parts = [f"{name}: {what}" for name, what in sorted(said.items())
                  if not what.startswith("truncate:")]  # under the limit: whole
         parts += [f"redacted in {note.replace(' ', ': ', 1)}"

@@ -52,12 +52,12 @@ MARKS_PER_QUESTION_UP_TO = 200
 
 
 _LINKED = ("(tg:selectedEdge|prov:wasAssociatedWith|otelprov:chunkSelection|tg:selectedEdge/tg:edge"
-           "|tg:document|prov:qualifiedAssociation|prov:qualifiedAssociation/prov:hadRole)")
+            "|tg:document|prov:qualifiedAssociation|prov:qualifiedAssociation/prov:hadRole|otelprov:blob)")
 _OWNED = f"?s (^{_LINKED})?/(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)* ?q"
 """``?s``: a node of the trace whose Question is ``?q``: the Question, every node derived from it
 (directly or not, through activities: its sub-traces too), and what those link to (edge selections
 and their statements, chunk selections, the strict profile's agents, an approval's person,
-association and role, the trustgraph profile's documents).  One property path: a
+association and role, the trustgraph profile's documents, a large value's blob).  One property path: a
 union of these as separate patterns is evaluated over the whole graph (0.5 s a session in a store
 of 12,000, against 3 ms)."""
 SESSIONS_PER_QUERY = 500

@@ -22,7 +22,7 @@ from typing import Any
 import pyoxigraph
 from rdflib.namespace import PROV, RDF
 
-from ..model.iris import seal_iri
+from ..model.iris import digest_of, seal_iri
 from ..model.quads import Quad
 from ..model.terms import datetime_from_ns, integer, iri, literal
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS, OTELPROV
@@ -216,3 +216,25 @@ def compare(sessions: Iterable[str], now: dict[str, tuple[str, int]], seals: dic
             status, detail = INTACT, f"as sealed at {seal.time}, {seal.quads} quads"
         findings.append(Finding(session, status, detail, digest_now, quads, seal, len(found)))
     return findings
+
+
+def blobs_of(triples: Iterable[Triple]) -> list[str]:
+    """The blobs (hex SHA-256) a session's triples refer to (``otelprov:blob``), sorted."""
+    blob = str(OTELPROV.blob)
+    return sorted({d for _, p, o in triples if p.value == blob and (d := digest_of(o.value)) is not None})
+
+
+def with_blobs(findings: list[Finding], problems: dict[str, list[str]]) -> list[Finding]:
+    """``findings`` with each session whose blobs are not as named (``problems``: its blobs' problems,
+    ``"sha256:HEX missing"``, ``"sha256:HEX changed"``) said to be changed, whatever its seal says:
+    a blob is part of what was recorded."""
+    out = []
+    for f in findings:
+        found = problems.get(f.session)
+        if not found:
+            out.append(f)
+            continue
+        blobs = "; ".join(found)
+        detail = f"blob {blobs}" if f.status == INTACT else f"{f.detail}; blob {blobs}"
+        out.append(Finding(f.session, CHANGED, detail, f.digest, f.quads, f.seal, f.seals))
+    return out

@@ -183,6 +183,8 @@ class Receiver:
         backlog: Callable[[], int] | None = None,
         max_backlog_bytes: int = MAX_BACKLOG_BYTES,
         policy: ContentPolicy | None = None,
+        blob_dir: Path | None = None,
+        blob_threshold: int = 0,
     ) -> None:
         self.store = store
         self._backlog = backlog
@@ -199,7 +201,8 @@ class Receiver:
             raise ValueError("a receiver needs a store or a worker pool")
         self._writer: Writer = pool if pool is not None else InProcess(
             store, profile, rescue_dir=rescue_dir,  # type: ignore[arg-type]
-            max_attribute_bytes=max_attribute_bytes, policy=policy)
+            max_attribute_bytes=max_attribute_bytes, policy=policy, blob_dir=blob_dir,
+            blob_threshold=blob_threshold)
         """Who maps and stores: the mapping workers (``--workers N``), or this process."""
         self.problems = ProblemLog(logger, "otel-prov serve")
         self.stats = ReceiverStats()

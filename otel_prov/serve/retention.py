@@ -63,7 +63,7 @@ class Pruner:
         try:
             while not self._stop.is_set():
                 done = erasure.prune(self.settings.store, self.older, by="otel-prov serve",
-                                     reason=self.reason, limit=BATCH)
+                                     reason=self.reason, limit=BATCH, blob_dir=self.settings.blob_dir)
                 erased, held, rebuilt = erased + done.erased, done.held, rebuilt and done.rebuilt
                 if not done.more or not done.erased:
                     break

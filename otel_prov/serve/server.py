@@ -25,6 +25,7 @@ def open_receiver(settings: ServeSettings) -> Receiver:
     if settings.mapping_workers > 1:
         pool = WorkerPool(settings.store, settings.profile, settings.mapping_workers,
                           max_attribute_bytes=settings.max_attribute_bytes, policy=settings.policy,
+                          blob_dir=settings.blob_store_dir, blob_threshold=settings.blob_threshold,
                           log_level=logging.getLevelName(logging.getLogger("otel_prov").getEffectiveLevel()))
     return Receiver(
         open_for_writing(settings.store) if pool is None else None,
@@ -39,6 +40,8 @@ def open_receiver(settings: ServeSettings) -> Receiver:
         memory_budget=settings.memory_budget,
         backlog=backlog_probe(settings.store),
         policy=settings.policy,
+        blob_dir=settings.blob_store_dir,
+        blob_threshold=settings.blob_threshold,
     )
 
 

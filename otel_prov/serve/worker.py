@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from .. import settings
 from ..ingest.pipeline import IngestPipeline, PipelineClosed
@@ -19,7 +20,7 @@ from ..ingest.writer import NotStored
 from ..mapping import mapper as M
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.spans import SpanView, otlp_logs, otlp_slices
-from ..stores import open_for_writing, parse_store
+from ..stores import BlobStore, open_for_writing, parse_store
 from . import messages as msg
 from .decode import decode_logs, decode_protobuf, log_problems
 from .slices import SLICE_SPANS, Failure
@@ -233,7 +234,8 @@ def _portable(call: SpanView) -> SpanView:
 
 def main(argv: list[str]) -> int:
     """``python -m otel_prov.serve.worker FD INDEX COUNT STORE PROFILE MAX_ATTRIBUTE_BYTES LEVEL RULES
-    DETECTORS`` (the content policy: every field's rule, the detectors' names or ``off``)."""
+    DETECTORS BLOB_THRESHOLD BLOB_DIR`` (the content policy: every field's rule, the detectors' names or
+    ``off``; large values stored by reference above BLOB_THRESHOLD bytes in BLOB_DIR, or ``0 ""``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the front drains on them, then closes us
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     fd, index, count = int(argv[0]), int(argv[1]), int(argv[2])
@@ -247,9 +249,11 @@ def main(argv: list[str]) -> int:
         policy = settings.policy(argv[7], argv[8])
         mapper = TraceMapper(profile, max_attribute_bytes=limit, conversations=index == 0,
                              max_traces=max(1, M.MAX_TRACES // count), max_spans=max(1, M.MAX_SPANS // count),
-                             max_bytes=max(1, M.MAX_BYTES // count), policy=policy)
+                             max_bytes=max(1, M.MAX_BYTES // count), policy=policy,
+                             blob_threshold=int(argv[9]) if argv[10] else 0)
         pipeline = IngestPipeline(open_for_writing(spec), profile, name=f"otel-prov serve (worker {index})",
-                                  rescue_dir=spec.rescue_dir, mapper=mapper)
+                                  rescue_dir=spec.rescue_dir, mapper=mapper,
+                                  blobs=BlobStore(Path(argv[10])) if argv[10] else None)
     except Exception as exc:
         conn.send(msg.StartFailed(str(exc)))
         return 1

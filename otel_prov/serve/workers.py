@@ -120,7 +120,8 @@ class _Worker:
             proc = subprocess.Popen(
                 [pool.python, "-m", "otel_prov.serve.worker", str(theirs.fileno()), str(self.index),
                  str(pool.count), str(pool.store), pool.profile, str(pool.max_attribute_bytes),
-                 pool.log_level, pool.policy.text, ",".join(pool.policy.key[1]) or "off"],
+                 pool.log_level, pool.policy.text, ",".join(pool.policy.key[1]) or "off",
+                 str(pool.blob_threshold if pool.blob_dir is not None else 0), str(pool.blob_dir or "")],
                 stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env)
         finally:
             theirs.close()
@@ -207,7 +208,8 @@ class WorkerPool:
     :attr:`written_quads`)."""
 
     def __init__(self, store: StoreSpec, profile: str, count: int, *, max_attribute_bytes: int,
-                 log_level: str = "INFO", policy: ContentPolicy | None = None) -> None:
+                 log_level: str = "INFO", policy: ContentPolicy | None = None,
+                 blob_dir: Path | None = None, blob_threshold: int = 0) -> None:
         python = interpreter()
         if python is None:
             raise StoreError(f"cannot start mapping workers: {sys.executable!r} is not a Python "
@@ -219,6 +221,9 @@ class WorkerPool:
         self.max_attribute_bytes = max_attribute_bytes
         self.log_level = log_level
         self.policy = policy or ContentPolicy()
+        self.blob_dir = blob_dir
+        """Where the workers write large values (None: they stay inline)."""
+        self.blob_threshold = blob_threshold
         """Handed to each worker as its rules' text and its detectors' names (a plug-in is loaded there
         again)."""
         self.pending_bytes = 0

@@ -20,11 +20,13 @@ from typing import Any, cast
 import rdflib
 
 from .base import AppendStore, QueryResult, ReadStore, Remote, Row, StoreSpec, Term, WriteStore
+from .blobs import BlobStore, default_dir
 from .sessions import mark_stale
 
-__all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "QueryResult", "ReadStore", "Remote", "Row",
-           "StoreSpec", "Term", "WriteStore", "backlog_probe", "check_store", "check_url", "default_store",
-           "mark_stale", "open_for_reading", "open_for_writing", "parse_store"]
+__all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "BlobStore", "QueryResult", "ReadStore", "Remote",
+           "Row", "StoreSpec", "Term", "WriteStore", "backlog_probe", "check_store", "check_url",
+           "default_dir", "default_store", "mark_stale", "open_for_reading", "open_for_writing",
+           "parse_store"]
 
 BACKENDS: dict[str, str] = {
     "oxigraph": "otel_prov.stores.logstore",

@@ -34,13 +34,14 @@ from pathlib import Path
 import pyoxigraph
 
 from ..errors import StoreError
+from .blobs import BLOBS_DIR
 
 MARK = ".otel-prov-rebuild"
 NEW = ".otel-prov-rebuilt"
 OLD = ".otel-prov-retired"
-KEPT = frozenset({MARK, f"{MARK}.tmp", NEW, OLD, "segments", "sessions"})
+KEPT = frozenset({MARK, f"{MARK}.tmp", NEW, OLD, "segments", "sessions", BLOBS_DIR})
 """What is in a store's directory and is not its index's (``segments``: the log; ``sessions``: the
-session index, :mod:`.sessions`)."""
+session index, :mod:`.sessions`; ``blobs``: the large values, docs/store.md)."""
 WAIT = 10.0
 """Seconds a reader waits for a swap in progress to end (it is a few renames: milliseconds)."""
 

@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import shlex
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -39,7 +40,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ..errors import StoreError, StoreNotFound
-from ..model.vocab import PREFIXES
+from ..model.iris import blob_iri
+from ..model.vocab import GRAPH_RETRIEVAL, NT, PREFIXES
+from ..read.blobs import Resolver, notes_of
 from ..read.diff import EQUAL, TraceDiff, diff
 from ..read.graph import step_summary, step_title
 from ..read.lineage import Lineage
@@ -77,7 +80,7 @@ from ..render.text import (
 from ..render.timeline import step_anchor, timeline
 from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable, single
 from ..settings import UiSettings, is_loopback
-from ..stores import ReadStore, open_for_reading
+from ..stores import BlobStore, ReadStore, default_dir, open_for_reading
 from ..stores.base import QueryResult
 from . import isolated
 
@@ -154,7 +157,8 @@ def _templates() -> Jinja2Templates:
                        title=step_title, summary=step_summary, term=term, shell=shlex.quote, ms=format_ms)
     env.filters.update(label=diff_label, pair_title=pair_title)
     env.globals.update(hidden=HIDDEN, question_text=question_text, chunk_text=chunk_text,
-                       both_ranges=both_ranges, delta_text=delta_text, measure_labels=MEASURE_LABELS)
+                       both_ranges=both_ranges, delta_text=delta_text, measure_labels=MEASURE_LABELS,
+                       blob_notes=lambda step: notes_of(step.values.get("byReference", [])))
     return Jinja2Templates(env=env)
 
 
@@ -321,6 +325,28 @@ class View:
         with self.store() as store:
             trace, triples = TraceReader(store).trace(iri)
         return Shown(trace, triples, self.config.jaeger_url)
+
+    def blob(self, request: Request) -> Response:
+        """A large value stored by reference, whole, as text (only a blob the graph refers to, and only
+        while its bytes still hash to its name)."""
+        digest = request.path_params["digest"]
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            return PlainTextResponse("not a SHA-256 (64 lowercase hex digits)\n", status_code=404)
+        try:
+            with self.store() as store:
+                named = store.ask(f"ASK {{ GRAPH <{GRAPH_RETRIEVAL}> "
+                                  f"{{ ?x {NT.blob} <{blob_iri(digest)}> }} }}")
+        except StoreNotFound as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=404)
+        if not named:
+            return PlainTextResponse(f"no session refers to blob sha256:{digest}\n", status_code=404)
+        where = default_dir(self.config.store, self.config.blob_dir)
+        resolver = Resolver(BlobStore(where) if where is not None else None)
+        text = resolver.text(digest)
+        if text is None:
+            return PlainTextResponse(f"blob sha256:{digest} is {resolver.problems[digest]}\n",
+                                     status_code=410)
+        return PlainTextResponse(text, media_type="text/plain; charset=utf-8")
 
     def session_page(self, request: Request) -> Response:
         iri = request.path_params["iri"]
@@ -698,6 +724,7 @@ def create_app(config: UiSettings) -> Starlette:
     routes = [
         Route("/", view.list_page),
         Route("/sessions/{iri:path}", view.session_page),
+        Route("/blobs/sha256/{digest}", view.blob),
         Route("/trace/{trace_id}", view.trace_page),
         Route("/diff", view.diff_page),
         Route("/api/diff", view.api_diff),
