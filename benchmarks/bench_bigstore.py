@@ -133,6 +133,7 @@ def listable(store: Path, workdir: Path, args: argparse.Namespace) -> None:
     ``/api/sessions`` of a web view on the same store."""
     spans = build_spans(args.listable * 12, steps=5)  # "What is k times 5?": in no other session
     requests = build_requests(spans, 12)  # one agent session (12 spans) a request
+    (workdir / "serve.log").unlink(missing_ok=True)  # its address is read from it
     serve = start_serve(store, workdir / "serve.log")
     running = runner.start(create_app(UiSettings(store=parse_store(str(store)), port=0)), "127.0.0.1", 0)
     stop = threading.Event()

@@ -134,6 +134,9 @@ class IndexerService:
         """The unfolded bytes it saw at its last look."""
         self._rows_due = True
         """Whether rows of the session index may be left to compute (:mod:`.sessions`)."""
+        self._rows_left = False
+        """Whether the last slice of rows stopped at its budget: the next look at the log is at once,
+        and rows are computed on unless a fold is due."""
         self.take()  # an index that cannot be opened is an error now, not later
         self._thread = threading.Thread(target=self._run, name="otel-prov-indexer", daemon=True)
         self._thread.start()
@@ -170,7 +173,7 @@ class IndexerService:
 
     def _run(self) -> None:
         last_try = 0.0
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self._interval if not self._rows_left else 0.0):
             try:
                 if self.index is None:
                     last_try += self._interval
@@ -184,7 +187,7 @@ class IndexerService:
                     self._since, self._seen = None, 0
                     self._rows_due = True
                 elif self._rows_due:  # between rounds: the session index's rows of what was folded
-                    self._rows_due = not self.update_sessions(SESSIONS_BUDGET)
+                    self._rows_due = self._rows_left = not self.update_sessions(SESSIONS_BUDGET)
             except Exception as exc:  # the log keeps everything: reopen the index, try again
                 self.errors += 1
                 if not self._failing or self.errors % 100 == 0:

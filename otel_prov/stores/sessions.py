@@ -732,8 +732,9 @@ class Listing:
 def update(store: ReadStore, path: Path, budget: float | None = None) -> bool:
     """In the process indexing the store at ``path`` (``store``: its index, open): compute the rows
     of the sessions noted since, and build every row when there are none, for at most about
-    ``budget`` seconds (None: until done).  Whether everything is done.  A session index that cannot
-    be written is said once (the fold goes on: readers list from the graph)."""
+    ``budget`` seconds (None: until done).  Whether everything is done (or another process is
+    computing rows: it does).  A session index that cannot be written is said once (the fold goes on:
+    readers list from the graph)."""
     deadline = None if budget is None else time.monotonic() + budget
     try:
         index = SessionIndex(path)
@@ -742,7 +743,7 @@ def update(store: ReadStore, path: Path, budget: float | None = None) -> bool:
         return True
     try:
         if not index.computing(0 if deadline is not None else None):
-            return False
+            return True  # another process computes them (the next fold here looks again)
         try:
             seq = index.seq()  # the index holds every round noted up to it (this process folds)
             if not index.built():
