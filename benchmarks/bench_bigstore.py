@@ -192,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-erase", action="store_true", help="no delete and prune timings")
     parser.add_argument("--keep", type=Path, help="build the stores in this directory and keep them (a store "
                         "already there is used as it is)")
-    parser.add_argument("--only", choices=("listable",), help="on the largest store, only the listable run")
+    parser.add_argument("--only", choices=("listable", "measure"),
+                        help="only the listable run (on the largest store), or only the timings of list, "
+                             "show and the pages")
     args = parser.parse_args(argv)
     spans = build_spans(args.spans)
     data = nquads(map_spans([from_sdk(s) for s in spans]).quads).decode("utf-8")
@@ -208,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 build(store, data, size)
             if args.only != "listable":
                 measure(store, args)
-            if size == sizes[-1]:
+            if size == sizes[-1] and args.only != "measure":
                 listable(store, workdir, args)
                 if not args.skip_erase and args.only != "listable":
                     iri = first_iri(store)
