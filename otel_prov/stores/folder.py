@@ -78,8 +78,9 @@ def _is_auto_instrumentation(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "sitecustomize.py")) and "auto_instrumentation" in path
 
 
-SESSIONS_BUDGET = 30.0
-"""Seconds the folder computes rows of the session index, at most, once it has folded."""
+SESSIONS_BUDGET = 2.0
+"""Seconds the folder computes rows of the session index, at most, once it has folded (it holds the
+index lock meanwhile: the rest is the next indexing process's)."""
 
 
 def fold_with_lock(store: Path, lock_fd: int) -> int:
