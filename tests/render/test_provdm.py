@@ -59,7 +59,9 @@ class Exported:
 
 @pytest.fixture(scope="module", params=["seed", "strict"])
 def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Exported:
-    recorded = record(tmp_path_factory.mktemp(f"provdm-{request.param}") / "store", request.param)
+    with pytest.MonkeyPatch.context() as patch:  # the 2.4 MB thought inline: this is about the formats
+        patch.setenv("OTEL_PROV_BLOB_THRESHOLD", "0")  # (large values by reference: tests/cli/test_blobs.py)
+        recorded = record(tmp_path_factory.mktemp(f"provdm-{request.param}") / "store", request.param)
     found = triples(recorded.path)
     doc = provdm.document(found)
     provn, text = provdm.provn(doc), provdm.prov_json(doc)
