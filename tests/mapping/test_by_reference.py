@@ -7,11 +7,6 @@ from __future__ import annotations
 
 import hashlib
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from otel_prov import agent_session
 from otel_prov.mapping.blobs import PREVIEW_CHARS, by_reference, parse_note
 from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.policy import ContentPolicy, parse_rules
@@ -19,20 +14,13 @@ from otel_prov.mapping.redaction import BUILTIN, Redactor
 from otel_prov.mapping.spans import from_sdk
 from otel_prov.model.terms import literal, literal_text
 from otel_prov.model.vocab import NT
+from tests.support.blobs import big_spans
 
 G = "<urn:graph:retrieval>"
 
 
 def _spans(observations: list[str]) -> list:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    for n, observation in enumerate(observations):
-        with agent_session(f"q{n}?", tracer_provider=provider) as session:
-            with session.iteration() as step:
-                step.observation(observation)
-            session.conclude("ok")
-    return [from_sdk(span) for span in memory.get_finished_spans()]
+    return [from_sdk(span) for span in big_spans(observations)]
 
 
 def test_the_threshold_counts_utf8_bytes_and_the_preview_is_the_beginning() -> None:
