@@ -154,14 +154,20 @@ class Indexer:
         self.folded_bytes = 0
         self.deleted_segments = 0
 
-    def fold_all(self, stop: threading.Event | None = None) -> int:
-        """Fold rounds until nothing is left (or ``stop`` is set); returns the records folded."""
+    def fold_all(self, stop: threading.Event | None = None, targets: dict[str, int] | None = None) -> int:
+        """Fold rounds until nothing is left (or ``stop`` is set), or only until what the log held
+        at ``targets`` (segment -> size, :func:`~.segments.pending_bytes`) is folded: an indexer
+        next to writers that never pause would otherwise run rounds back to back, and a reader
+        would seldom find the fold gate free between two (:func:`fold_gate`).  Returns the records
+        folded."""
         total = 0
         while stop is None or not stop.is_set():
             n = self.fold_round()
             if n < 0:
                 break
             total += n
+            if targets is not None and not seg.pending_bytes(self.directory, targets=targets):
+                break
         return total
 
     def fold_round(self, budget: int | None = None) -> int:

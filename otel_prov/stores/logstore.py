@@ -132,6 +132,8 @@ class IndexerService:
         """When the indexer first saw the log's unfolded part (since the last fold)."""
         self._seen = 0
         """The unfolded bytes it saw at its last look."""
+        self._looked = 0.0
+        """When it last compared them (at most once an interval: :meth:`_due`)."""
         self._rows_due = True
         """Whether rows of the session index may be left to compute (:mod:`.sessions`)."""
         self._rows_left = False
@@ -161,12 +163,13 @@ class IndexerService:
             logger.debug("otel-prov: this process indexes %s", self.path)
             return True
 
-    def fold(self) -> int:
-        """Fold everything committed now (if this process holds the index); the records folded."""
+    def fold(self, targets: dict[str, int] | None = None) -> int:
+        """Fold everything committed now, or what the log held at ``targets``
+        (:meth:`.Indexer.fold_all`), if this process holds the index; the records folded."""
         with self._mutex:
             if self.indexer is None:
                 return 0
-            folded = self.indexer.fold_all(self._stop)
+            folded = self.indexer.fold_all(self._stop, targets)
             if self.indexer.moved:  # the store is no longer where this index was: let it go; the
                 self._drop_locked()  # next take() opens the index of the store now at the path
             return folded
@@ -183,7 +186,7 @@ class IndexerService:
                     if not self.take():
                         continue
                 if self._due():
-                    self.fold()
+                    self.fold(seg.pending_bytes(seg.segments_dir(self.path)))
                     self._since, self._seen = None, 0
                     self._rows_due = True
                 elif self._rows_due:  # between rounds: the session index's rows of what was folded
@@ -226,8 +229,13 @@ class IndexerService:
         now = time.monotonic()
         if self._since is None:
             self._since = now
+        if now - self._since >= FOLD_MAX_DELAY or left >= FOLD_EAGER_BYTES:
+            return True
+        if now - self._looked < self._interval:  # looks without a pause, rows being computed: a
+            return False  # pause of the writers is judged over an interval (or rounds ran back to back)
+        self._looked = now
         grown, self._seen = left != self._seen, left
-        return not grown or now - self._since >= FOLD_MAX_DELAY or left >= FOLD_EAGER_BYTES
+        return not grown
 
     def _drop(self) -> None:
         """Close the index and release the lock (after a failure: RocksDB stays unusable after some

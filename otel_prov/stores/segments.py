@@ -298,13 +298,18 @@ def save_checkpoint(directory: Path, folded: dict[str, int]) -> None:
     fsync_dir(directory)
 
 
-def pending_bytes(directory: Path, folded: dict[str, int] | None = None) -> dict[str, int]:
-    """Segment name -> its size where that is past what the checkpoint says is folded."""
+def pending_bytes(directory: Path, folded: dict[str, int] | None = None, *,
+                  targets: dict[str, int] | None = None) -> dict[str, int]:
+    """Segment name -> its size where that is past what the checkpoint says is folded (or, given
+    ``targets`` from an earlier call, that earlier size where the checkpoint has not reached it
+    yet: what of it is left)."""
     folded = load_checkpoint(directory) if folded is None else folded
     out: dict[str, int] = {}
     for name in list_segments(directory):
         try:
-            size = (directory / name).stat().st_size
+            size = targets[name] if targets is not None else (directory / name).stat().st_size
+        except KeyError:
+            continue
         except FileNotFoundError:
             continue
         if size > max(folded.get(name, 0), len(MAGIC)):
