@@ -63,6 +63,11 @@ COLLECTION = "otel_prov.collection"
 DERIVED_FROM = "otel_prov.derived_from"
 """On a session span: the IRI of the step that started this session (a RAG query run by an agent's
 tool).  The Question is then a sub-trace, ``prov:wasDerivedFrom`` that step."""
+INFORMED_BY = "otel_prov.informed_by"
+"""On an analysis span, or a session or conclusion span with the answer: the IRIs (a string array)
+of the earlier steps whose results this step's model call was given (``otelprov:informedBy``;
+strict: also its activity ``prov:wasInformedBy`` theirs).  The framework mapping sets it from tool
+call ids; docs/model.md, "Causal edges"."""
 EXPLAIN_ID = "otel_prov.explain_id"
 """Written by the helpers on the root span: the IRI of the Question, for "explain this answer".
 Informational: the mapping never reads it."""
@@ -127,6 +132,8 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+"""On an analysis span: the id the model gave the tool call (``otelprov:toolCallId``)."""
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_DATA_SOURCE_ID = "gen_ai.data_source.id"

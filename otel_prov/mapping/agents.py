@@ -716,6 +716,9 @@ class _TraceRuns:
         extra: dict[str, Any] = {A.ITERATION: run.steps, **self._common(run)}
         if source is not None:
             extra.update(cost_attrs(source, self.calls[source.span_id].meta))
+        ids, given = self._causes(run)
+        if source is not None and finished and given.get(source.span_id):
+            extra[A.INFORMED_BY] = [ids[i] for i in given[source.span_id] if i in ids]
         conclusion = (answer, answer is None) if finished or answer is not None else None
         # A run whose top span returned before its steps finished (an async workflow's handler) ends
         # with its last step: its Conclusion is never generated before what it derives from.
@@ -743,12 +746,18 @@ class _TraceRuns:
             if THOUGHT in step.missing:
                 self._thought_from_input(run, step, tool)
             number = run.number[tool.span_id]
+            step.call_id = self._call_id(tool, matched.get(tool.span_id))
+            if step.llm is not None:
+                step.informed = tuple(ids[i] for i in given.get(step.llm.span_id, ()) if i in ids)
             writer.step(run.uuid, number, step, common)
             self.node_of[tool.span_id] = analysis_iri(run.uuid, number)
             if step.llm is not None:
                 self.node_of.setdefault(step.llm.span_id, analysis_iri(run.uuid, number))
         for number, requested in run.requested:
-            writer.step(run.uuid, number, self._requested_step(run, requested), common)
+            step = self._requested_step(run, requested)
+            step.call_id = requested.request.id or None
+            step.informed = tuple(ids[i] for i in given.get(requested.llm.span_id, ()) if i in ids)
+            writer.step(run.uuid, number, step, common)
             self.node_of.setdefault(requested.llm.span_id, analysis_iri(run.uuid, number))
         # The transcript says nothing of when each step ran: each is at the run's end, when it was
         # recorded (no duration of its own).
@@ -760,6 +769,35 @@ class _TraceRuns:
             step = Analysis(at, request.name, said.thought, request.arguments, said.result, missing,
                             tool_span=False)
             writer.step(run.uuid, number, step, common)
+
+    def _call_id(self, tool: SpanView, matched: tuple[SpanView, Request | None] | None) -> str | None:
+        """A tool span's call id: its own, else the request's it was matched to by name."""
+        request = matched[1] if matched else None
+        return self.tool_calls[tool.span_id].call_id or (request.id if request else None) or None
+
+    def _causes(self, run: Run) -> tuple[dict[str, str], dict[int, list[str]]]:
+        """The run's causal edges by tool call id: each call id's step (its Analysis IRI), and for
+        each model call the ids of the tool results its input gave it for the first time (a result
+        given again later reached that call through the first: one edge each, not one per call
+        after).  A result without an id, or an id no step of the run has, makes no edge: never
+        guessed from order."""
+        ids: dict[str, str] = {}
+        matched = self.matched[run]
+        for tool in run.tools:
+            call_id = self._call_id(tool, matched.get(tool.span_id))
+            if call_id:
+                ids.setdefault(call_id, analysis_iri(run.uuid, run.number[tool.span_id]))
+        for number, requested in run.requested:
+            if requested.request.id:
+                ids.setdefault(requested.request.id, analysis_iri(run.uuid, number))
+        given: dict[int, list[str]] = {}
+        seen: set[str] = set()
+        for llm in run.llms:  # in order (sorted by start)
+            results = self.calls[llm.span_id].results
+            new = [rid for rid, _ in results if rid and rid in ids and rid not in seen]
+            seen.update(new)
+            given[llm.span_id] = list(dict.fromkeys(new))
+        return ids, given
 
     def _result_from_input(self, run: Run, step: Analysis, tool: SpanView,
                            matched: tuple[SpanView, Request | None] | None) -> None:

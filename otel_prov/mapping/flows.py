@@ -31,6 +31,7 @@ from ..model.iris import (
     edge_selection_iri,
     exploration_iri,
     focus_iri,
+    is_analysis_iri,
     model_iri,
     person_iri,
     question_iri,
@@ -280,6 +281,7 @@ def _conclusion(c: _Ctx) -> None:
     c.entity(node, NT.tg_Conclusion)
     c.add(node, NT.tg_answer, literal(c.text(A.ANSWER) or ""))
     c.add(node, NT.wasDerivedFrom, prev)
+    _informed(c, node, activity=False)
     # Written from the session's span, the Conclusion has no times of its own (the session's are
     # the Question's); from a conclusion span of its own, that span's.
     c.stamp(node, times=c.attrs.get(A.STEP) == A.STEP_CONCLUSION)
@@ -307,8 +309,27 @@ def _analysis(c: _Ctx) -> None:
     c.cost(node, iri(activity_iri(node[1:-1])) if c.strict else None)
     if c.rec.error:
         c.add(node, NT.tg_toolError, literal(c.rec.status_message or "error"))
+    c.add_text(node, NT.toolCallId, A.GEN_AI_TOOL_CALL_ID)
+    _informed(c, node, activity=True)
     if c.strict:
         c.step_activity(node, prev)
+
+
+def _informed(c: _Ctx, node: str, *, activity: bool) -> None:
+    """The causal edges of :data:`A.INFORMED_BY`: ``node`` ``otelprov:informedBy`` each step named
+    (both profiles: the chain's ``prov:wasDerivedFrom`` stays the spec's); strict, with ``activity``,
+    also the node's activity ``prov:wasInformedBy`` the activity of each Analysis named."""
+    for target in _string_list(c, A.INFORMED_BY):
+        try:
+            checked = checked_iri(target)
+        except ValueError:
+            c.problems.append(f"{A.INFORMED_BY} holds a value that is not a valid absolute IRI")
+            continue
+        if checked == node:
+            continue
+        c.add(node, NT.informedBy, checked)
+        if c.strict and activity and is_analysis_iri(target):
+            c.add(iri(activity_iri(node[1:-1])), NT.wasInformedBy, iri(activity_iri(target)))
 
 
 def _tool(c: _Ctx) -> None:

@@ -84,6 +84,10 @@ class Analysis:
     call: LLMCall | None = None
     tool_span: bool = True
     """The step's span is its tool call (False: a call the model requested, from its messages)."""
+    call_id: str | None = None
+    """The id the model gave the tool call, when the spans say."""
+    informed: tuple[str, ...] = ()
+    """The earlier steps whose results its model call was given (:data:`A.INFORMED_BY`)."""
 
 
 def duration_ms(span: SpanLike) -> int | None:
@@ -174,6 +178,10 @@ class NodeWriter:
                 attrs[A.TOOL_DURATION_MS] = took
         if uuid != uuid_from_trace_id(step.span.trace_id):
             attrs[A.SESSION_ID] = uuid
+        if step.call_id:
+            attrs[A.GEN_AI_TOOL_CALL_ID] = step.call_id
+        if step.informed:
+            attrs[A.INFORMED_BY] = list(step.informed)
         marks: list[tuple[str, V.Verdict]] = []
         for key, prop, value in ((A.THOUGHT, THOUGHT, step.thought), (A.ARGUMENTS, ARGUMENTS, step.arguments),
                                  (A.OBSERVATION, OBSERVATION, step.observation)):

@@ -212,6 +212,11 @@ def is_question_iri(value: str) -> bool:
     return flow is not None and "/" not in value[len(QUESTION_PREFIXES[flow]):]
 
 
+def is_analysis_iri(value: str) -> bool:
+    """Whether ``value`` is an Analysis IRI, ``urn:trustgraph:agent:{uuid}/i{n}``."""
+    return value.startswith(AGENT_PREFIX) and iteration_of(value) is not None
+
+
 def iteration_of(value: str) -> int | None:
     """The ``n`` of an Analysis IRI ``.../i{n}``, else None."""
     match = _ITERATION.search(value)

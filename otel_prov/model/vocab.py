@@ -34,6 +34,8 @@ OTELPROV = ClosedNamespace(
      *RAW_TERMS.values(),
      "startTime", "endTime", "modelProvider", "reasoningTokens", "finishReason",
      "chunkSelection", "rank",
+     # causal edges beside the chain (docs/model.md, "Causal edges")
+     "informedBy", "toolCallId", "linkedSpan",
      "Evaluation", "evaluationName", "evaluationScore", "evaluationLabel", "evaluationExplanation",
      # a person's approval or rejection of a step or an answer (docs/model.md)
      "Approval", "decision",
@@ -91,7 +93,9 @@ NT = SimpleNamespace(
     startTime=_nt(OTELPROV.startTime), endTime=_nt(OTELPROV.endTime),
     modelProvider=_nt(OTELPROV.modelProvider), reasoningTokens=_nt(OTELPROV.reasoningTokens),
     finishReason=_nt(OTELPROV.finishReason), chunkSelection=_nt(OTELPROV.chunkSelection),
-    rank=_nt(OTELPROV.rank), Evaluation=_nt(OTELPROV.Evaluation),
+    rank=_nt(OTELPROV.rank), informedBy=_nt(OTELPROV.informedBy), toolCallId=_nt(OTELPROV.toolCallId),
+    linkedSpan=_nt(OTELPROV.linkedSpan), wasInformedBy=_nt(PROV.wasInformedBy),
+    Evaluation=_nt(OTELPROV.Evaluation),
     evaluationName=_nt(OTELPROV.evaluationName), evaluationScore=_nt(OTELPROV.evaluationScore),
     evaluationLabel=_nt(OTELPROV.evaluationLabel),
     evaluationExplanation=_nt(OTELPROV.evaluationExplanation),

@@ -168,6 +168,7 @@ OPENAI_AGENTS_SEED = f"""
     tg:arguments {lit('{"city": "Paris"}')} ;
     tg:observation {lit('{"temp_c": 18, "sky": "sunny"}')} ;
     prov:wasDerivedFrom <{U}> ; {TID} ; {sid(5)} ; {when(21, 30)} ;
+    otelprov:toolCallId "call_1" ;
     tg:llmModel "gpt-4o" ; tg:llmDurationMs 17 ; tg:toolDurationMs 9 .
 <{U}/i2> a prov:Entity, tg:Analysis ;
     tg:action "get_time" ;
