@@ -14,8 +14,8 @@ import rdflib
 from rdflib import RDFS
 
 from otel_prov import OTELPROV, TG, ProvSpanExporter, spans_to_dataset
-from tests.support.cli import cli
 from tests.mapping.test_shapes import Q, agent, chat, results, said, tool, user
+from tests.support.cli import cli
 from tests.support.genai import S, make
 from tests.support.prov import ONTOLOGY, closure_errors, time_order_violations
 
@@ -53,7 +53,8 @@ def edges(ds: rdflib.Dataset, predicate: rdflib.URIRef) -> set[tuple[str, str]]:
 
 def step_of(ds: rdflib.Dataset) -> dict[str, str]:
     """Tool call id -> the local name of its Analysis (``i3``)."""
-    return {str(o): str(s).rsplit("/", 1)[-1] for s, _, o, _ in ds.quads((None, OTELPROV.toolCallId, None, None))}
+    found = ds.quads((None, OTELPROV.toolCallId, None, None))
+    return {str(o): str(s).rsplit("/", 1)[-1] for s, _, o, _ in found}
 
 
 @pytest.mark.parametrize("profile", ["seed", "strict"])
@@ -76,8 +77,10 @@ def test_strict_states_the_edges_between_the_step_activities_and_stays_valid_pro
     informed = edges(ds, PROV.wasInformedBy)
     assert informed == {("activity", "activity")}  # local names only: compare the whole IRIs
     whole = {(str(s), str(o)) for s, _, o, _ in ds.quads((None, PROV.wasInformedBy, None, None))}
-    mean = next(str(s) for s, _, o, _ in ds.quads((None, OTELPROV.toolCallId, rdflib.Literal("c-mean"), None)))
-    assert whole == {(f"{mean}/activity", f"{mean.rsplit('/', 1)[0]}/{steps[f'c-{c}']}/activity") for c in CITIES}
+    call = rdflib.Literal("c-mean")
+    mean = next(str(s) for s, _, _, _ in ds.quads((None, OTELPROV.toolCallId, call, None)))
+    session = mean.rsplit("/", 1)[0]
+    assert whole == {(f"{mean}/activity", f"{session}/{steps[f'c-{c}']}/activity") for c in CITIES}
     onto = rdflib.Dataset()
     onto.parse(ONTOLOGY, format="nquads")
     ontology = [q[:3] for q in onto.quads((None, None, None, None))]
@@ -114,7 +117,8 @@ def test_a_result_given_to_two_calls_informs_the_first_only() -> None:
         chat(20, [user(Q), ask, results(("c1", "21"))], again),
         tool(25, "temp", "c2", {"city": "Oslo"}, "4"),
         # A framework that sends the whole history as the input's tail: c1 was given before.
-        chat(30, [user(Q), results(("c1", "21")), again, results(("c1", "21"), ("c2", "4"))], said("21 and 4.")),
+        chat(30, [user(Q), results(("c1", "21")), again, results(("c1", "21"), ("c2", "4"))],
+             said("21 and 4.")),
     ])
     ds = dataset(root, "seed")
     assert edges(ds, OTELPROV.informedBy) == {("i2", "i1"), ("final", "i2")}
@@ -133,7 +137,8 @@ def test_explain_follows_the_edges_back_from_the_answer_and_forward_from_a_resul
         data: dict[str, list[dict[str, Any]]] = json.loads(r.out)
         return data
 
-    question = next(str(s) for s, _, _, _ in dataset(parallel_run(), "seed").quads((None, TG.query, None, None)))
+    asked = dataset(parallel_run(), "seed").quads((None, TG.query, None, None))
+    question = next(str(s) for s, _, _, _ in asked)
     back = explain(question)["nodes"]
     assert back[0]["iri"] == f"{question}/final"
     informed = {n["iri"].rsplit("/", 1)[-1] for n in back if n.get("via") == "informedBy"}
