@@ -119,6 +119,8 @@ class _Ctx:
         self.add(node, NT.traceId, trace_id_literal(self.rec.trace_id))
         if span_id:
             self.add(node, NT.spanId, span_id_literal(self.rec.span_id))
+            for trace_id, linked in self.rec.links:  # the spans it links to: "{trace id}-{span id}"
+                self.add(node, NT.linkedSpan, literal(f"{trace_id:032x}-{linked:016x}"))
         if times:
             self.times(node)
         if self.rec.error:

@@ -131,7 +131,8 @@ class NodeWriter:
                           start_ns=span.start_ns if start_ns is None else start_ns,
                           end_ns=span.end_ns if end_ns is None else end_ns, attributes=attrs,
                           parent_id=span.parent_id, parent_remote=span.parent_remote, error=span.error,
-                          status_message=span.status_message, service=span.service)
+                          status_message=span.status_message, service=span.service,
+                          links=getattr(span, "links", ()))
         try:
             map_span(ours, self.profile, self.result)
         except ValueTooLarge as exc:

@@ -41,6 +41,32 @@ class SpanRecord:
     (:data:`EVENT_PREFIX`); other events are not kept."""
     service: str = ""
     """Its resource's ``service.name`` ("" when not set: :func:`service_name`)."""
+    links: tuple[tuple[int, int], ...] = ()
+    """The spans it links to, (trace id, span id), at most :data:`MAX_LINKS` (``otelprov:linkedSpan``)."""
+
+
+MAX_LINKS = 128
+"""Links kept of one span (the SDK's default limit); more are left out."""
+
+
+def link_ids(links: Iterable[Any], as_bytes: bool) -> tuple[tuple[int, int], ...]:
+    """A span's links as (trace id, span id): from the SDK's (``context``) or OTLP's (bytes) links;
+    a link whose ids are not valid is left out."""
+    out: list[tuple[int, int]] = []
+    for link in links:
+        if as_bytes:
+            trace_bytes, span_bytes = link.trace_id, link.span_id
+            if len(trace_bytes) != 16 or len(span_bytes) != 8:
+                continue
+            trace_id, span_id = int.from_bytes(trace_bytes, "big"), int.from_bytes(span_bytes, "big")
+        else:
+            context = getattr(link, "context", None)
+            trace_id, span_id = getattr(context, "trace_id", 0) or 0, getattr(context, "span_id", 0) or 0
+        if trace_id and span_id:
+            out.append((trace_id, span_id))
+            if len(out) >= MAX_LINKS:
+                break
+    return tuple(out)
 
 
 SERVICE_NAME = "service.name"
@@ -138,6 +164,7 @@ class SpanView(NamedTuple):
     """What the span's dialect read of it (:class:`otel_prov.mapping.tree.Read`), for a framework span
     the mapping needs; None for a skeleton or one of our spans."""
     service: str = ""
+    links: tuple[tuple[int, int], ...] = ()
 
 
 SpanLike: TypeAlias = "SpanRecord | SpanView"
@@ -173,6 +200,7 @@ def from_sdk(span: ReadableSpan) -> SpanRecord:
         events=tuple((ev.name, _plain(ev.attributes)) for ev in span.events
                      if ev.name.startswith(EVENT_PREFIX)) if span.events else (),
         service=_sdk_service(span),
+        links=link_ids(span.links, False) if span.links else (),
     )
 
 
@@ -248,6 +276,7 @@ def from_otlp(span: Any, problems: list[str] | None = None, service: str = "") -
         message,
         kept,
         service,
+        link_ids(span.links, True) if span.links else (),
     )
 
 

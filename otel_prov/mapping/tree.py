@@ -196,7 +196,7 @@ def trace_view(span: SpanLike, problems: list[str] | None = None) -> tuple[SpanV
         return skeleton(span), Kind.OTHER
     view = SpanView(span.trace_id, span.span_id, span.name, span.start_ns, span.end_ns, _EMPTY,
                     span.parent_id, span.parent_remote, span.error, span.status_message, read,
-                    span.service)
+                    span.service, span.links)
     return view, view_kind(view)
 
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from rdflib import RDF
 from rdflib.namespace import PROV
 
-from ..model.vocab import TG
+from ..model.iris import ACTIVITY_SUFFIX, SESSION_SUFFIX
+from ..model.vocab import OTELPROV, TG
 from ..stores.base import IRI
 from .build import TraceTriple, index, types_of
 from .graph import prov_graph
@@ -42,9 +43,11 @@ ANSWERS = (str(TG.answer), str(TG.content))
 QUESTION = str(TG.query)
 RAN = "ran"
 """The relation shown from a step to a sub-trace it ran."""
+TRACE_ID, SPAN_ID, LINKED_SPAN = str(OTELPROV.traceId), str(OTELPROV.spanId), str(OTELPROV.linkedSpan)
+_ACTIVITY_SUFFIXES = (ACTIVITY_SUFFIX, SESSION_SUFFIX)
 DETAIL = (str(TG.query), str(TG.thought), str(TG.action), str(TG.arguments), str(TG.observation),
           str(TG.answer), str(TG.content), str(TG.reasoning), str(TG.selectedChunk),
-          str(RDF.subject), str(RDF.predicate), str(RDF.object))
+          str(RDF.subject), str(RDF.predicate), str(RDF.object), LINKED_SPAN)
 """The values a node of the tree shows, in this order (each a node's own literal or IRI)."""
 
 
@@ -96,6 +99,24 @@ class Lineage:
                     for relation, target in self._through(p, o.value):
                         self.back.setdefault(s, []).append((relation, target))
                         self.ahead.setdefault(target, []).append((relation, s))
+        self._links()
+
+    def _links(self) -> None:
+        """A span link (``otelprov:linkedSpan "{trace id}-{span id}"``) to a span of the trace: the
+        node recorded from that span influenced the node that links to it.  A link to a span of
+        another trace stays a value of the node (its ids: open it in Jaeger)."""
+        by_span: dict[str, str] = {}
+        for s in sorted(self.props):
+            by_p = self.props[s]
+            trace, span = by_p.get(TRACE_ID), by_p.get(SPAN_ID)
+            if trace and span and not s.endswith(_ACTIVITY_SUFFIXES):  # strict: the entity, not its activity
+                by_span.setdefault(f"{trace[0].value}-{span[0].value}", s)
+        for s, by_p in self.props.items():
+            for term in by_p.get(LINKED_SPAN, []):
+                target = by_span.get(term.value)
+                if target is not None and target != s:
+                    self.back.setdefault(s, []).append(("linkedSpan", target))
+                    self.ahead.setdefault(target, []).append(("linkedSpan", s))
 
     def _through(self, p: str, o: str) -> list[tuple[str, str]]:
         """``(relation, node)`` for the property ``p`` to the node ``o``: a qualified influence is

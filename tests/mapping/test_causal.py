@@ -11,9 +11,18 @@ from typing import Any
 
 import pytest
 import rdflib
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rdflib import RDFS
 
 from otel_prov import OTELPROV, TG, ProvSpanExporter, spans_to_dataset
+from otel_prov.mapping.mapper import TraceMapper
+from otel_prov.mapping.otlp import LazyRequest
+from otel_prov.mapping.spans import records_from_otlp
+from otel_prov.model.quads import nquads
 from tests.mapping.test_shapes import Q, agent, chat, results, said, tool, user
 from tests.support.cli import cli
 from tests.support.genai import S, make
@@ -146,3 +155,69 @@ def test_explain_follows_the_edges_back_from_the_answer_and_forward_from_a_resul
     assert informed == {f"i{n}" for n in range(1, 14)}
     ahead = {n["iri"].rsplit("/", 1)[-1] for n in explain(f"{question}/i5", "--forward")["nodes"]}
     assert {"i13", "final"} <= ahead
+
+
+# -- span links ---------------------------------------------------------------------------------------
+
+
+def linked_spans() -> tuple[list[ReadableSpan], trace.SpanContext]:
+    """An agent whose second tool call links to its first (a result it picked up again) and to a
+    span of another trace (the batch job that queued the work), with the real SDK."""
+    memory, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("batch") as batch:
+        job = batch.get_span_context()
+    with tracer.start_as_current_span("invoke_agent weather", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}):
+        with tracer.start_as_current_span("execute_tool temp", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "temp",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": "21"}) as first:
+            earlier = first.get_span_context()
+        with tracer.start_as_current_span("execute_tool mean", links=[trace.Link(earlier), trace.Link(job)],
+                                          attributes={"gen_ai.operation.name": "execute_tool",
+                                                      "gen_ai.tool.name": "mean",
+                                                      "gen_ai.tool.call.arguments": '{"of": "all"}',
+                                                      "gen_ai.tool.call.result": "21"}):
+            pass
+    provider.shutdown()
+    return list(memory.get_finished_spans()), job
+
+
+def _linked(ds: rdflib.Dataset) -> set[tuple[str, str]]:
+    found = ds.quads((None, OTELPROV.linkedSpan, None, None))
+    return {(str(s).rsplit("/", 1)[-1], str(o)) for s, _, o, _ in found}
+
+
+@pytest.mark.parametrize("profile", ["seed", "strict"])
+def test_span_links_are_recorded_from_sdk_spans_and_from_otlp(profile: str) -> None:
+    spans, job = linked_spans()
+    first = next(s for s in spans if s.name == "execute_tool temp").context
+    want = {f"{first.trace_id:032x}-{first.span_id:016x}", f"{job.trace_id:032x}-{job.span_id:016x}"}
+    from_sdk_spans = spans_to_dataset(spans, profile=profile)
+    assert {o for s, o in _linked(from_sdk_spans) if s == "i2"} == want
+    body = encode_spans(spans).SerializeToString()
+    records, problems = records_from_otlp(LazyRequest(body).resource_spans)
+    assert problems == []
+    assert {link for r in records for link in r.links} == {(first.trace_id, first.span_id),
+                                                             (job.trace_id, job.span_id)}
+    from_wire = rdflib.Dataset()
+    from_wire.parse(data=nquads(TraceMapper(profile).map(records).add), format="nquads")
+    assert _linked(from_wire) == _linked(from_sdk_spans)
+
+
+def test_explain_follows_a_link_within_the_trace_and_shows_one_to_another(
+        tmp_path: Path, capsysbinary: Any) -> None:
+    spans, job = linked_spans()
+    store = str(tmp_path / "store")
+    exporter = ProvSpanExporter(store=store)
+    assert exporter.export(spans).name == "SUCCESS"
+    exporter.shutdown()
+    question = next(str(s) for s, _, _, _ in spans_to_dataset(spans).quads((None, TG.query, None, None)))
+    r = cli(capsysbinary, "explain", f"{question}/i2", "--store", store, "--format", "json")
+    assert r.code == 0, r.err
+    nodes = json.loads(r.out)["nodes"]
+    assert [n["iri"] for n in nodes if n.get("via") == "linkedSpan"] == [f"{question}/i1"]
+    shown = {v["value"] for v in nodes[0]["values"] if v["property"] == "linkedSpan"}
+    assert f"{job.trace_id:032x}-{job.span_id:016x}" in shown  # the other trace's span: its ids
