@@ -50,10 +50,12 @@ from typing import Any
 
 from .. import attributes as A
 from ..model.iris import (
+    activity_iri,
     analysis_iri,
     conclusion_iri,
     doc_focus_iri,
     exploration_iri,
+    is_analysis_iri,
     nested_agent_uuid,
     question_iri,
     software_agent_iri,
@@ -647,6 +649,21 @@ class _TraceRuns:
             if retriever.span_id not in consumed:
                 self._retrieval(retriever)
         self._evaluations()
+        if self.strict:
+            self._linked_activities()
+
+    def _linked_activities(self) -> None:
+        """Strict: a step's span that links to another step's span of the trace (its tool call):
+        the step's activity ``prov:wasInformedBy`` the other's (every node keeps its links as
+        ``otelprov:linkedSpan``, in both profiles)."""
+        for view in self.tree.nodes.values():
+            source = self.node_of.get(view.span_id)
+            if source is None or not is_analysis_iri(source):
+                continue
+            for trace_id, span_id in getattr(view, "links", ()):
+                target = self.node_of.get(span_id) if trace_id == view.trace_id else None
+                if target is not None and target != source and is_analysis_iri(target):
+                    self.writer.add(iri(activity_iri(source)), NT.wasInformedBy, iri(activity_iri(target)))
 
     def _evaluations(self) -> None:
         """Each evaluation of a span, of the node the span was written as (else of the nearest

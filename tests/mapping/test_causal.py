@@ -23,12 +23,13 @@ from otel_prov.mapping.mapper import TraceMapper
 from otel_prov.mapping.otlp import LazyRequest
 from otel_prov.mapping.spans import records_from_otlp
 from otel_prov.model.quads import nquads
-from tests.mapping.test_shapes import Q, agent, chat, results, said, tool, user
 from tests.support.cli import cli
 from tests.support.genai import S, make
 from tests.support.prov import ONTOLOGY, closure_errors, time_order_violations
+from tests.support.shapes import agent, chat, results, said, tool, user
 
 PROV = rdflib.Namespace("http://www.w3.org/ns/prov#")
+Q = "How warm is it in the twelve cities?"
 CITIES = [f"city-{n:02d}" for n in range(1, 13)]
 """More than ten parallel calls of one tool."""
 
@@ -205,6 +206,15 @@ def test_span_links_are_recorded_from_sdk_spans_and_from_otlp(profile: str) -> N
     from_wire = rdflib.Dataset()
     from_wire.parse(data=nquads(TraceMapper(profile).map(records).add), format="nquads")
     assert _linked(from_wire) == _linked(from_sdk_spans)
+    # Strict: the link within the trace, between the two steps' activities (the other trace's span
+    # is no node here: its ids only).
+    found = from_sdk_spans.quads((None, PROV.wasInformedBy, None, None))
+    informed = {(str(s), str(o)) for s, _, o, _ in found}
+    if profile == "strict":
+        session = next(str(s) for s, _, _, _ in from_sdk_spans.quads((None, TG.query, None, None)))
+        assert informed == {(f"{session}/i2/activity", f"{session}/i1/activity")}
+    else:
+        assert informed == set()
 
 
 def test_explain_follows_a_link_within_the_trace_and_shows_one_to_another(

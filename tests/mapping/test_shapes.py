@@ -21,6 +21,7 @@ from otel_prov.mapping.spans import from_sdk
 from otel_prov.model.quads import nquads
 from tests.interop.chain import NOT_CAPTURED, Chain, Step, mapped
 from tests.support.genai import S, make
+from tests.support.shapes import agent, chat, msgs, results, said, tool, user
 
 Q = "How warm is it in the twelve cities?"
 CITIES = [f"city-{n:02d}" for n in range(1, 13)]
@@ -29,68 +30,6 @@ CITIES = [f"city-{n:02d}" for n in range(1, 13)]
 
 def chains(root: S, profile: str = "seed") -> list[Chain]:
     return mapped([from_sdk(s) for s in make(root)], profile)
-
-
-def msgs(*messages: dict[str, Any]) -> str:
-    return json.dumps(list(messages))
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "parts": [{"type": "text", "content": text}]}
-
-
-def said(text: str | None, *calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
-    parts += [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
-    return {"role": "assistant", "parts": parts}
-
-
-def results(*pairs: tuple[str | None, str]) -> dict[str, Any]:
-    return {
-        "role": "tool",
-        "parts": [
-            {"type": "tool_call_response", "response": r, **({"id": i} if i else {})} for i, r in pairs
-        ],
-    }
-
-
-def chat(start: int, inputs: list[dict[str, Any]], output: dict[str, Any], **extra: Any) -> S:
-    return S(
-        "chat m",
-        start,
-        start + 5,
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": "m",
-            "gen_ai.input.messages": msgs(*inputs),
-            "gen_ai.output.messages": msgs(output),
-            **extra,
-        },
-        kind=SpanKind.CLIENT,
-    )
-
-
-def tool(start: int, name: str, call_id: str | None, args: dict[str, Any], result: str, **extra: Any) -> S:
-    attrs = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        "gen_ai.tool.call.arguments": json.dumps(args),
-        "gen_ai.tool.call.result": result,
-        **extra,
-    }
-    if call_id:
-        attrs["gen_ai.tool.call.id"] = call_id
-    return S(f"execute_tool {name}", start, start + 2, attrs)
-
-
-def agent(children: list[S], name: str = "weather", end: int = 1000, **attrs: Any) -> S:
-    return S(
-        f"invoke_agent {name}",
-        0,
-        end,
-        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **attrs},
-        children,
-    )
 
 
 # -- steps from the model's messages ---------------------------------------------------------------------
