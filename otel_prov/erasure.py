@@ -18,7 +18,6 @@ import getpass
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pyoxigraph
 
@@ -29,7 +28,16 @@ from .model.quads import Quad, nquads
 from .model.vocab import GRAPH_RETRIEVAL, NT
 from .read.model import SessionFilter
 from .read.reader import TraceReader
-from .stores import BlobStore, ReadStore, StoreSpec, default_dir, open_for_reading, open_for_writing, settle
+from .stores import (
+    BlobPlace,
+    ReadStore,
+    StoreSpec,
+    default_dir,
+    open_blobs,
+    open_for_reading,
+    open_for_writing,
+    settle,
+)
 from .stores.base import BNODE, IRI, QuadTerms, Term
 
 SETTLE_TIMEOUT = 30.0
@@ -188,7 +196,7 @@ def fold_first(spec: StoreSpec, timeout: float = SETTLE_TIMEOUT) -> None:
 
 
 def erase(spec: StoreSpec, doomed: Iterable[Doomed], *, by: str, reason: str | None,
-          each: Callable[[Doomed], None] = lambda _: None, blob_dir: Path | None = None) -> bool:
+          each: Callable[[Doomed], None] = lambda _: None, blob_dir: BlobPlace | None = None) -> bool:
     """Remove each of ``doomed`` from the store and record its erasure (``each`` is told of each one
     done), then, on an on-disk store, rebuild its index so that the removed text leaves its files.
     Returns whether it was rebuilt: False when another process indexes the store (the sessions are
@@ -213,7 +221,7 @@ def _blobs_of(quads: Iterable[QuadTerms]) -> set[str]:
     return {d for _, p, o, _ in quads if p.value == blob and (d := digest_of(o.value)) is not None}
 
 
-def drop_blobs(spec: StoreSpec, digests: Iterable[str], blob_dir: Path | None = None) -> list[str]:
+def drop_blobs(spec: StoreSpec, digests: Iterable[str], blob_dir: BlobPlace | None = None) -> list[str]:
     """After sessions' quads were removed: the blobs no quad of the explainability graph refers to any
     more -- of ``digests`` (those sessions' blobs) and any blob described but referred to by no node
     (left by a framework trace mapped again with another value) -- go, their description from the
@@ -245,7 +253,7 @@ def drop_blobs(spec: StoreSpec, digests: Iterable[str], blob_dir: Path | None = 
     where = default_dir(spec, blob_dir)
     if where is None:
         return []
-    blobs = BlobStore(where)
+    blobs = open_blobs(where)
     return [d for d in sorted(gone) if blobs.remove(d)]
 
 
@@ -259,7 +267,7 @@ class Pruned:
 
 
 def prune(spec: StoreSpec, older: timedelta, *, collection: str | None = None, by: str,
-          reason: str | None = None, limit: int | None = None, blob_dir: Path | None = None) -> Pruned:
+          reason: str | None = None, limit: int | None = None, blob_dir: BlobPlace | None = None) -> Pruned:
     """Erase the sessions that started more than ``older`` ago (``collection``'s only, if given),
     but the held ones; at most ``limit`` of them (the oldest first)."""
     fold_first(spec)

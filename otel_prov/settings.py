@@ -26,7 +26,16 @@ from .mapping.limits import DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_ATTRIBUTE_BYTES,
 from .mapping.policy import FIELDS, KEEP_ALL, MESSAGE_FIELDS, OMIT, ContentPolicy, Rule, parse_rules
 from .mapping.redaction import BUILTIN, NAME, Detector, Redactor
 from .model.profiles import PROFILES, SEED, check_profile
-from .stores import REMOTE_SCHEMES, Remote, StoreSpec, default_dir, default_store, parse_store
+from .stores import (
+    REMOTE_SCHEMES,
+    BlobPlace,
+    Remote,
+    StoreSpec,
+    blob_place,
+    default_dir,
+    default_store,
+    parse_store,
+)
 from .stores.base import AUTO_SERVER, SERVER_KINDS
 
 T = TypeVar("T")
@@ -233,6 +242,11 @@ def _path(value: str) -> Path:
     return Path(os.path.expanduser(value.strip()))
 
 
+def _blob_place(value: str) -> BlobPlace:
+    place = blob_place(value.strip())
+    return _path(str(place)) if isinstance(place, Path) else place
+
+
 # -- the options ------------------------------------------------------------------------------------
 
 DEFAULT_HOST = "127.0.0.1"
@@ -353,10 +367,12 @@ BLOB_THRESHOLD: Option[int] = Option(
     "stored once as a content-addressed blob beside the store, the graph keeping its hash, size and a "
     "preview ([store.md](store.md#large-values)); `0` = never", "`65536` (64 KiB)")
 """Above this many bytes a content value is stored by reference (:mod:`otel_prov.mapping.blobs`)."""
-BLOB_DIR: Option[Path | None] = Option(
-    "OTEL_PROV_BLOB_DIR", "--blob-dir", _path, None,
-    "where the blobs go: default `blobs/` inside an on-disk store's directory; a store on a server or "
-    "in memory has none unless this names one (its large values then stay inline)")
+BLOB_DIR: Option[BlobPlace | None] = Option(
+    "OTEL_PROV_BLOB_DIR", "--blob-dir", _blob_place, None,
+    "where the blobs go: a directory, or `s3://BUCKET/PREFIX` (an S3-compatible bucket: the `s3` extra; "
+    "endpoint and credentials as boto3 takes them, `AWS_ENDPOINT_URL_S3`, `AWS_ACCESS_KEY_ID`...); "
+    "default `blobs/` inside an on-disk store's directory; a store on a server or in memory has none "
+    "unless this names one (its large values then stay inline)")
 """Where the blobs of large values go (:func:`otel_prov.stores.blobs.default_dir`)."""
 EXPORT_WAIT_CHOICES = ("auto", "always", "never")
 
@@ -609,11 +625,11 @@ class ServeSettings:
     prune_interval: timedelta = timedelta(hours=1)
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD
     """Content values of more bytes are stored by reference (docs/store.md, "Large values")."""
-    blob_dir: Path | None = None
+    blob_dir: BlobPlace | None = None
     """Where (None: ``blobs/`` in an on-disk store; a store on a server then keeps them inline)."""
 
     @property
-    def blob_store_dir(self) -> Path | None:
+    def blob_store_dir(self) -> BlobPlace | None:
         """The blob directory serve writes to: None when values stay inline."""
         if not self.blob_threshold:
             return None
@@ -730,7 +746,7 @@ class UiSettings:
     query_timeout: float = 10.0
     row_limit: int = 1000
     allowed_hosts: tuple[str, ...] = ()
-    blob_dir: Path | None = None
+    blob_dir: BlobPlace | None = None
     """Where the store's large values are (None: ``blobs/`` in an on-disk store)."""
 
 

@@ -94,7 +94,8 @@ def _common(parser: argparse.ArgumentParser, *, collection: bool = False) -> Non
 
 def _blob_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blob-dir", metavar="DIR",
-                        help="where the store's large values are (default: blobs/ in an on-disk store; "
+                        help="where the store's large values are: a directory, or s3://BUCKET/PREFIX "
+                             "(default: blobs/ in an on-disk store; "
                              f"{settings.BLOB_DIR.env})")
 
 

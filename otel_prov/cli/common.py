@@ -13,7 +13,14 @@ from .. import settings
 from ..read.model import EXAMPLE_IRI, NotAnIri, is_trace_id, is_trace_id_prefix, is_uuid
 from ..read.model import check_iri as _check_iri
 from ..render import FORMAT_ALIASES
-from ..stores import BlobStore, ReadStore, StoreSpec, default_dir, open_for_reading
+from ..stores import (
+    Blobs,
+    ReadStore,
+    StoreSpec,
+    default_dir,
+    open_blobs,
+    open_for_reading,
+)
 
 PROG = "otel-prov"
 
@@ -45,11 +52,11 @@ def store_spec(args: argparse.Namespace) -> StoreSpec:
     return spec
 
 
-def blob_store(args: argparse.Namespace) -> BlobStore | None:
+def blob_store(args: argparse.Namespace) -> Blobs | None:
     """Where the store's large values are (``--blob-dir``, else ``OTEL_PROV_BLOB_DIR``, else ``blobs/``
     in an on-disk store; None: a store on a server without one)."""
     where = default_dir(store_spec(args), settings.BLOB_DIR.get(getattr(args, "blob_dir", None), via="flag"))
-    return BlobStore(where) if where is not None else None
+    return open_blobs(where) if where is not None else None
 
 
 class Reading:

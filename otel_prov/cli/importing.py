@@ -35,7 +35,7 @@ from ..mapping.spans import records_from_otlp
 from ..model.quads import nquads
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..serve.decode import BadRequest, decode_json
-from ..stores import BlobStore, default_dir, open_for_writing
+from ..stores import default_dir, open_blobs, open_for_writing
 from .common import EXIT_FAILED, EXIT_OK, Progress, option, store_spec
 
 FORMATS = {"nquads": pyoxigraph.RdfFormat.N_QUADS, "trig": pyoxigraph.RdfFormat.TRIG}
@@ -264,7 +264,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if blobs and where is not None:  # before any quad that names them
         try:
-            BlobStore(where).put_all(blobs)
+            open_blobs(where).put_all(blobs)
         except StoreError as exc:
             print(f"otel-prov import: nothing imported: {exc}", file=sys.stderr)
             return EXIT_FAILED

@@ -41,7 +41,7 @@ from ..read.seals import (
     read_seals,
     with_blobs,
 )
-from ..stores import BlobStore, open_for_writing
+from ..stores import Blobs, open_for_writing
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -328,7 +328,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def _blob_problems(reader: TraceReader, sessions: list[str], blobs: BlobStore | None) -> dict[str, list[str]]:
+def _blob_problems(reader: TraceReader, sessions: list[str], blobs: Blobs | None) -> dict[str, list[str]]:
     """Each session's blobs that are missing or whose bytes hash to another name (no blob
     directory: every blob a session names is missing)."""
     out: dict[str, list[str]] = {}

@@ -23,7 +23,7 @@ from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.policy import ContentPolicy
 from ..mapping.spans import LogRecord, SpanRecord
 from ..model.quads import nquads
-from ..stores import BlobStore
+from ..stores import Blobs
 from ..stores.base import AppendStore, WriteStore
 from .writer import AppendWriter, NotStored, Writer
 
@@ -55,7 +55,7 @@ class IngestPipeline:
     def __init__(self, store: WriteStore, profile: str, *, name: str, rescue_dir: Path | None = None,
                  max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
                  mapper: TraceMapper | None = None, policy: ContentPolicy | None = None,
-                 blobs: BlobStore | None = None, blob_threshold: int = 0) -> None:
+                 blobs: Blobs | None = None, blob_threshold: int = 0) -> None:
         self.store = store
         self.blobs = blobs
         """Where large values go (:mod:`otel_prov.stores.blobs`): written before the quads that name

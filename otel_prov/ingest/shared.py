@@ -15,14 +15,13 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import rdflib
 
 from ..errors import ConfigError
 from ..mapping.policy import ContentPolicy
-from ..stores import BlobStore, StoreSpec, default_dir, open_for_writing
+from ..stores import BlobPlace, StoreSpec, default_dir, open_blobs, open_for_writing
 from .pipeline import IngestPipeline
 
 SPANS, LOGS = "spans", "logs"
@@ -65,7 +64,7 @@ def _key(spec: StoreSpec | rdflib.Dataset, profile: str, policy: ContentPolicy) 
 
 def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: str,
           max_attribute_bytes: int, policy: ContentPolicy | None = None,
-          blob_threshold: int = 0, blob_dir: Path | None = None) -> Lease:
+          blob_threshold: int = 0, blob_dir: BlobPlace | None = None) -> Lease:
     """A pipeline for an exporter of ``kind`` (:data:`SPANS` or :data:`LOGS`): the one the other kind
     opened on the same store, when it has no partner of this kind yet; else a new one (the store
     opened here: :class:`~otel_prov.StoreError` if it cannot be)."""
@@ -77,7 +76,7 @@ def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: st
         shared = _OPEN.get(key)
         if shared is not None and kind not in shared.holders and not shared.pipeline.closed:
             theirs = shared.pipeline.blobs
-            if blobs != ((theirs.root, shared.pipeline.mapper.blob_threshold) if theirs else (None, 0)):
+            if blobs != ((theirs.where, shared.pipeline.mapper.blob_threshold) if theirs else (None, 0)):
                 raise ConfigError(f"the {kind} exporter's large values (blob_threshold, blob_dir) are not "
                                   f"those of the exporter already writing to {key[0][1]}: set one "
                                   "(OTEL_PROV_BLOB_THRESHOLD, OTEL_PROV_BLOB_DIR) for both")
@@ -98,7 +97,7 @@ def lease(kind: str, spec: StoreSpec | rdflib.Dataset, profile: str, *, name: st
         rescue_dir = spec.rescue_dir if isinstance(spec, StoreSpec) else None
         pipeline = IngestPipeline(opened, profile, name=name, rescue_dir=rescue_dir,
                                   max_attribute_bytes=max_attribute_bytes, policy=policy,
-                                  blobs=BlobStore(blobs[0]) if blobs[0] is not None else None,
+                                  blobs=open_blobs(blobs[0]) if blobs[0] is not None else None,
                                   blob_threshold=blobs[1])
         shared = _Shared(pipeline, key, {kind})
         if key not in _OPEN:

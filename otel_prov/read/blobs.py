@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..model.vocab import GRAPH_RETRIEVAL, NT
-from ..stores import BlobStore
+from ..stores import Blobs
 from ..stores.base import LITERAL, QuadTerms, ReadStore, Term
 
 _NOTE = re.compile(r"(\S+) sha256:([0-9a-f]{64})\Z")
@@ -43,7 +43,7 @@ def references(store: ReadStore, subjects: Iterable[str] | None = None) -> dict[
 class Resolver:
     """Reads blobs (each once) and remembers what could not be read."""
 
-    blobs: BlobStore | None
+    blobs: Blobs | None
     problems: dict[str, str] = field(default_factory=dict)
     """hex -> ``missing`` or ``changed`` (or ``missing (no blob directory)``)."""
     _texts: dict[str, str] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from ..mapping.limits import DEFAULT_MAX_ATTRIBUTE_BYTES
 from ..mapping.mapper import Update
 from ..mapping.policy import ContentPolicy
 from ..mapping.spans import otlp_logs, otlp_slices
-from ..stores import BlobStore, WriteStore
+from ..stores import BlobPlace, WriteStore, open_blobs
 from .decode import log_problems
 from .messages import PoolResult
 from .slices import SLICE_SPANS, Failure
@@ -55,11 +55,11 @@ class InProcess:
 
     def __init__(self, store: WriteStore, profile: str, *, rescue_dir: Path | None = None,
                  max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
-                 policy: ContentPolicy | None = None, blob_dir: Path | None = None,
+                 policy: ContentPolicy | None = None, blob_dir: BlobPlace | None = None,
                  blob_threshold: int = 0) -> None:
         self.pipeline = IngestPipeline(store, profile, name="otel-prov serve", rescue_dir=rescue_dir,
                                        max_attribute_bytes=max_attribute_bytes, policy=policy,
-                                       blobs=BlobStore(blob_dir) if blob_dir is not None else None,
+                                       blobs=open_blobs(blob_dir) if blob_dir is not None else None,
                                        blob_threshold=blob_threshold)
         self._turns = Turns()
         self._closed = False

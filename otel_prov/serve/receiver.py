@@ -35,7 +35,7 @@ from ..settings import (
     DEFAULT_MAX_PENDING_BYTES,
     DEFAULT_MEMORY_BUDGET,
 )
-from ..stores import WriteStore
+from ..stores import BlobPlace, WriteStore
 from .guards import bearer_matches
 from .inprocess import InProcess
 from .messages import PoolResult
@@ -183,7 +183,7 @@ class Receiver:
         backlog: Callable[[], int] | None = None,
         max_backlog_bytes: int = MAX_BACKLOG_BYTES,
         policy: ContentPolicy | None = None,
-        blob_dir: Path | None = None,
+        blob_dir: BlobPlace | None = None,
         blob_threshold: int = 0,
     ) -> None:
         self.store = store

@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from pathlib import Path
 
 from .. import settings
 from ..ingest.pipeline import IngestPipeline, PipelineClosed
@@ -20,7 +19,7 @@ from ..ingest.writer import NotStored
 from ..mapping import mapper as M
 from ..mapping.mapper import ConversationOp, TraceMapper, Update
 from ..mapping.spans import SpanView, otlp_logs, otlp_slices
-from ..stores import BlobStore, open_for_writing, parse_store
+from ..stores import blob_place, open_blobs, open_for_writing, parse_store
 from . import messages as msg
 from .decode import decode_logs, decode_protobuf, log_problems
 from .slices import SLICE_SPANS, Failure
@@ -253,7 +252,7 @@ def main(argv: list[str]) -> int:
                              blob_threshold=int(argv[9]) if argv[10] else 0)
         pipeline = IngestPipeline(open_for_writing(spec), profile, name=f"otel-prov serve (worker {index})",
                                   rescue_dir=spec.rescue_dir, mapper=mapper,
-                                  blobs=BlobStore(Path(argv[10])) if argv[10] else None)
+                                  blobs=open_blobs(blob_place(argv[10])) if argv[10] else None)
     except Exception as exc:
         conn.send(msg.StartFailed(str(exc)))
         return 1

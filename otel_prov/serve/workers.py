@@ -46,7 +46,7 @@ from ..mapping.mapper import ConversationOp
 from ..mapping.policy import ContentPolicy
 from ..mapping.spans import otlp_logs
 from ..processes import interpreter
-from ..stores import StoreSpec
+from ..stores import BlobPlace, StoreSpec
 from . import messages as msg
 from .decode import log_problems
 from .slices import Failure
@@ -209,7 +209,7 @@ class WorkerPool:
 
     def __init__(self, store: StoreSpec, profile: str, count: int, *, max_attribute_bytes: int,
                  log_level: str = "INFO", policy: ContentPolicy | None = None,
-                 blob_dir: Path | None = None, blob_threshold: int = 0) -> None:
+                 blob_dir: BlobPlace | None = None, blob_threshold: int = 0) -> None:
         python = interpreter()
         if python is None:
             raise StoreError(f"cannot start mapping workers: {sys.executable!r} is not a Python "

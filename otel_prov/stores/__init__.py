@@ -20,10 +20,11 @@ from typing import Any, cast
 import rdflib
 
 from .base import AppendStore, QueryResult, ReadStore, Remote, Row, StoreSpec, Term, WriteStore
-from .blobs import BlobStore, default_dir
+from .blobs import BlobPlace, Blobs, BlobStore, S3Place, blob_place, default_dir, open_blobs
 from .sessions import mark_stale
 
-__all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "BlobStore", "QueryResult", "ReadStore", "Remote",
+__all__ = ["BACKENDS", "REMOTE_SCHEMES", "AppendStore", "BlobPlace", "BlobStore", "Blobs", "S3Place",
+           "blob_place", "open_blobs", "QueryResult", "ReadStore", "Remote",
            "Row", "StoreSpec", "Term", "WriteStore", "backlog_probe", "check_store", "check_url",
            "default_dir", "default_store", "mark_stale", "open_for_reading", "open_for_writing",
            "parse_store"]

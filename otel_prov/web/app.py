@@ -80,7 +80,7 @@ from ..render.text import (
 from ..render.timeline import step_anchor, timeline
 from ..serve.guards import HOST_REFUSED, HOST_REFUSED_STATUS, bearer_matches, host_acceptable, single
 from ..settings import UiSettings, is_loopback
-from ..stores import BlobStore, ReadStore, default_dir, open_for_reading
+from ..stores import ReadStore, default_dir, open_blobs, open_for_reading
 from ..stores.base import QueryResult
 from . import isolated
 
@@ -341,7 +341,7 @@ class View:
         if not named:
             return PlainTextResponse(f"no session refers to blob sha256:{digest}\n", status_code=404)
         where = default_dir(self.config.store, self.config.blob_dir)
-        resolver = Resolver(BlobStore(where) if where is not None else None)
+        resolver = Resolver(open_blobs(where) if where is not None else None)
         text = resolver.text(digest)
         if text is None:
             return PlainTextResponse(f"blob sha256:{digest} is {resolver.problems[digest]}\n",
