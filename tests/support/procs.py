@@ -59,6 +59,26 @@ def require_binary(name: str) -> Path:
     pytest.skip(reason)
 
 
+def missing(reason: str) -> None:
+    """Something a test needs is not here: the test fails under CI, and is skipped elsewhere."""
+    import pytest
+
+    if in_ci():
+        pytest.fail(reason + " -- CI must run this test", pytrace=False)
+    pytest.skip(reason)
+
+
+def from_script(script: Path, *args: str, key: str, timeout: float = 900) -> Path:
+    """The path a build or fetch script prints as ``KEY=PATH`` (a cache hit takes milliseconds);
+    :func:`missing` when it fails."""
+    done = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=timeout)
+    for line in done.stdout.splitlines():
+        if line.startswith(f"{key}="):
+            return Path(line.split("=", 1)[1])
+    missing(f"{script.name} {' '.join(args)} failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    raise AssertionError("unreachable")
+
+
 def free_port() -> int:
     """A port free on 127.0.0.1 now (for programs that cannot report the port they bound)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

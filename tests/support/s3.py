@@ -6,36 +6,22 @@ objects in a temporary directory.  Missing: the test fails under CI and is skipp
 from __future__ import annotations
 
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.procs import REPO, Proc, free_port, in_ci, start, wait_until
+from tests.support.procs import REPO, Proc, free_port, from_script, missing, start, wait_until
 
 BUILD = REPO / "collector-config" / "build-versitygw.sh"
 ACCESS, SECRET = "otelprovtest", "otel-prov-test-secret"
 
 
-def _missing(reason: str) -> None:
-    import pytest
-
-    if in_ci():
-        pytest.fail(reason + " -- CI must run this test", pytrace=False)
-    pytest.skip(reason)
-
-
 def versitygw_binary() -> Path:
     if shutil.which("go") is None:
-        _missing("Go is needed to build the Versity S3 Gateway")
-    done = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, timeout=900)
-    for line in done.stdout.splitlines():
-        if line.startswith("OTEL_PROV_VERSITYGW_BIN="):
-            return Path(line.split("=", 1)[1])
-    _missing(f"build-versitygw.sh failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    raise AssertionError("unreachable")
+        missing("Go is needed to build the Versity S3 Gateway")
+    return from_script(BUILD, key="OTEL_PROV_VERSITYGW_BIN")
 
 
 @dataclass

@@ -25,17 +25,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.procs import REPO, Proc, free_port, in_ci, start, wait_until
+from tests.support.procs import REPO, Proc, free_port, from_script, missing, start, wait_until
 
 FETCH_DEPS = REPO / "collector-config" / "scale" / "fetch-deps.sh"
-
-
-def _missing(reason: str) -> None:
-    import pytest
-
-    if in_ci():
-        pytest.fail(reason + " -- CI must run this test", pytrace=False)
-    pytest.skip(reason)
 
 
 def oxigraph_binary() -> Path:
@@ -43,20 +35,15 @@ def oxigraph_binary() -> Path:
     for candidate in (Path(sys.executable).parent / "oxigraph", shutil.which("oxigraph")):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
-    _missing("the oxigraph server binary is missing: pip install oxigraph (bash .ci/setup --test)")
+    missing("the oxigraph server binary is missing: pip install oxigraph (bash .ci/setup --test)")
     raise AssertionError("unreachable")
 
 
 def fuseki_jar() -> Path:
     """Fuseki's jar, from fetch-deps.sh (a cache hit takes milliseconds)."""
     if shutil.which("java") is None:
-        _missing("java is needed to run Fuseki")
-    done = subprocess.run(["bash", str(FETCH_DEPS), "fuseki"], capture_output=True, text=True, timeout=600)
-    for line in done.stdout.splitlines():
-        if line.startswith("OTEL_PROV_FUSEKI_JAR="):
-            return Path(line.split("=", 1)[1])
-    _missing(f"fetch-deps.sh fuseki failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    raise AssertionError("unreachable")
+        missing("java is needed to run Fuseki")
+    return from_script(FETCH_DEPS, "fuseki", key="OTEL_PROV_FUSEKI_JAR", timeout=600)
 
 
 @dataclass
@@ -176,7 +163,7 @@ class Pki:
 def make_pki(directory: Path) -> Pki:
     openssl = shutil.which("openssl")
     if openssl is None:
-        _missing("openssl is needed to make test certificates")
+        missing("openssl is needed to make test certificates")
     directory.mkdir(parents=True, exist_ok=True)
 
     def run(*args: str) -> None:
