@@ -78,6 +78,7 @@ from .nodes import (
     Analysis,
     NodeWriter,
     cost_attrs,
+    first_given,
 )
 from .spans import SpanLike, SpanView
 from .tree import Place, Read, SpanTree, agent_of, llm_of, retrieval_of, tool_of
@@ -794,10 +795,7 @@ class _TraceRuns:
 
     def _causes(self, run: Run) -> tuple[dict[str, str], dict[int, list[str]]]:
         """The run's causal edges by tool call id: each call id's step (its Analysis IRI), and for
-        each model call the ids of the tool results its input gave it for the first time (a result
-        given again later reached that call through the first: one edge each, not one per call
-        after).  A result without an id, or an id no step of the run has, makes no edge: never
-        guessed from order."""
+        each of its model calls (in order) the ids its input gave it first (:func:`first_given`)."""
         ids: dict[str, str] = {}
         matched = self.matched[run]
         for tool in run.tools:
@@ -807,14 +805,7 @@ class _TraceRuns:
         for number, requested in run.requested:
             if requested.request.id:
                 ids.setdefault(requested.request.id, analysis_iri(run.uuid, number))
-        given: dict[int, list[str]] = {}
-        seen: set[str] = set()
-        for llm in run.llms:  # in order (sorted by start)
-            results = self.calls[llm.span_id].results
-            new = [rid for rid, _ in results if rid and rid in ids and rid not in seen]
-            seen.update(new)
-            given[llm.span_id] = list(dict.fromkeys(new))
-        return ids, given
+        return ids, first_given(((llm.span_id, self.calls[llm.span_id].results) for llm in run.llms), ids)
 
     def _result_from_input(self, run: Run, step: Analysis, tool: SpanView,
                            matched: tuple[SpanView, Request | None] | None) -> None:

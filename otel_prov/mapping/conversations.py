@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import attributes as A
-from ..model.iris import nested_agent_uuid
+from ..model.iris import analysis_iri, nested_agent_uuid
 from ..model.quads import Quad
-from .nodes import OBSERVATION, THOUGHT, AgentsMapped, Analysis, NodeWriter, cost_attrs
+from .nodes import OBSERVATION, THOUGHT, AgentsMapped, Analysis, NodeWriter, cost_attrs, first_given
 from .spans import SpanView
 from .tree import llm_of
 
@@ -107,6 +107,7 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
             if request_id:
                 answered.setdefault(request_id, (text, call))
     steps: list[Analysis] = []
+    ids: dict[str, str] = {}  # the causal edges, by tool call id (docs/model.md, "Causal edges")
     for call in calls:
         found = llm_of(call)
         for request in found.requests:
@@ -117,13 +118,20 @@ def map_conversation(calls: Sequence[SpanView], profile: str, result: AgentsMapp
             steps.append(Analysis(call, request.name, found.thought if found.output_captured else None,
                                   request.arguments, result_of[0] if result_of else None, tuple(missing),
                                   result_of[1].start_ns if result_of else call.end_ns, llm=call, call=found,
-                                  tool_span=False))
+                                  tool_span=False, call_id=request.id or None))
+            if request.id:
+                ids.setdefault(request.id, analysis_iri(uuid, len(steps)))
+    given = first_given((((c.trace_id, c.span_id), llm_of(c).results) for c in calls), ids)  # across traces
+    for step in steps:
+        step.informed = tuple(ids[i] for i in given.get((step.span.trace_id, step.span.span_id), ()))
     extra: dict[str, Any] = {A.ITERATION: len(steps)}
     conclusion = None
     if not llm_of(last).requests:
         answer = llm_of(last).text
         conclusion = (answer, answer is None)
         extra.update(cost_attrs(last, llm_of(last).meta))
+        if given.get((last.trace_id, last.span_id)):
+            extra[A.INFORMED_BY] = [ids[i] for i in given[(last.trace_id, last.span_id)]]
     writer.session(first, A.FLOW_AGENT, uuid, llm_of(first).question, None, extra, end_ns=last.end_ns,
                    answer=conclusion)
     for number, step in enumerate(steps, 1):

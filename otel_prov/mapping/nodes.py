@@ -10,9 +10,9 @@ value), and a redaction marker is also ``otelprov:redacted``.  Pure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import attributes as A
 from ..model.iris import (
@@ -88,6 +88,25 @@ class Analysis:
     """The id the model gave the tool call, when the spans say."""
     informed: tuple[str, ...] = ()
     """The earlier steps whose results its model call was given (:data:`A.INFORMED_BY`)."""
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def first_given(calls: Iterable[tuple[K, Sequence[tuple[str | None, str]]]], ids: Mapping[str, str]
+                ) -> dict[K, list[str]]:
+    """The causal edges by tool call id (docs/model.md, "Causal edges"): for each model call (a key
+    of it, and the tool results its input ends with, in the order the calls ran), the ids of
+    ``ids`` (tool call id -> its step) its input gave it for the first time.  A result given again
+    later reached that call through the first: one edge each, not one per call after.  A result
+    without an id, or an id no step has, makes no edge: never guessed from order."""
+    given: dict[K, list[str]] = {}
+    seen: set[str] = set()
+    for key, results in calls:
+        new = [rid for rid, _ in results if rid and rid in ids and rid not in seen]
+        seen.update(new)
+        given[key] = list(dict.fromkeys(new))
+    return given
 
 
 def duration_ms(span: SpanLike) -> int | None:

@@ -231,3 +231,16 @@ def test_explain_follows_a_link_within_the_trace_and_shows_one_to_another(
     assert [n["iri"] for n in nodes if n.get("via") == "linkedSpan"] == [f"{question}/i1"]
     shown = {v["value"] for v in nodes[0]["values"] if v["property"] == "linkedSpan"}
     assert f"{job.trace_id:032x}-{job.span_id:016x}" in shown  # the other trace's span: its ids
+
+
+def test_a_conversation_across_traces_has_the_same_edges() -> None:
+    """Model calls in no agent, one trace each (a bare tool loop with the openai client): the
+    conversation's steps and answer get their edges by tool call id too."""
+    ask = said("Both.", ("c1", "temp", {"city": "Paris"}), ("c2", "temp", {"city": "Oslo"}))
+    first = chat(10, [user(Q)], ask, **{"gen_ai.conversation.id": "conv-1"})
+    second = chat(40, [user(Q), ask, results(("c1", "21"), ("c2", "4"))], said("Paris 21, Oslo 4."),
+                  **{"gen_ai.conversation.id": "conv-1"})
+    spans = make(first, trace_id=0x1111) + make(second, trace_id=0x2222)
+    ds = spans_to_dataset(spans)
+    assert set(step_of(ds)) == {"c1", "c2"}
+    assert edges(ds, OTELPROV.informedBy) == {("final", step_of(ds)["c1"]), ("final", step_of(ds)["c2"])}
