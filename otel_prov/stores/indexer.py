@@ -49,6 +49,8 @@ FOLD_INTERVAL = 0.1
 """Seconds between an indexer's looks at the log.  It folds when the log stopped growing since its
 last look, or at the latest :data:`FOLD_MAX_DELAY` after it saw something to fold (together they
 bound how stale a reader's snapshot is)."""
+GATE_GAP = 0.02
+"""Seconds the background indexer leaves the fold gate free after a round (readers poll it every 5 ms)."""
 FOLD_MAX_DELAY = 0.3
 """Seconds the indexer lets what is not folded wait while writers keep appending."""
 FOLD_EAGER_BYTES = 16 * 1024 * 1024
@@ -156,17 +158,25 @@ class Indexer:
 
     def fold_all(self, stop: threading.Event | None = None, targets: dict[str, int] | None = None) -> int:
         """Fold rounds until nothing is left (or ``stop`` is set), or only until what the log held
-        at ``targets`` (segment -> size, :func:`~.segments.pending_bytes`) is folded: an indexer
-        next to writers that never pause would otherwise run rounds back to back, and a reader
-        would seldom find the fold gate free between two (:func:`fold_gate`).  Returns the records
-        folded."""
+        at ``targets`` (segment -> size, :func:`~.segments.pending_bytes`) is folded, leaving the
+        fold gate free :data:`GATE_GAP` seconds after each round: an indexer next to writers that
+        never pause would otherwise run rounds back to back, and a reader would seldom find the gate
+        free between two (:func:`fold_gate`).  Returns the records folded."""
         total = 0
         while stop is None or not stop.is_set():
             n = self.fold_round()
             if n < 0:
                 break
             total += n
-            if targets is not None and not seg.pending_bytes(self.directory, targets=targets):
+            if targets is None:
+                continue
+            # The gate stays free a moment before the next round takes it: a reader polls for it
+            # (fold_gate), and rounds run back to back next to writers that never pause.
+            if stop is not None:
+                stop.wait(GATE_GAP)
+            else:
+                time.sleep(GATE_GAP)
+            if not seg.pending_bytes(self.directory, targets=targets):
                 break
         return total
 

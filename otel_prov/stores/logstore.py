@@ -29,6 +29,7 @@ from it.  Any number of processes write and read one store at the same time.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import itertools
@@ -132,8 +133,6 @@ class IndexerService:
         """When the indexer first saw the log's unfolded part (since the last fold)."""
         self._seen = 0
         """The unfolded bytes it saw at its last look."""
-        self._looked = 0.0
-        """When it last compared them (at most once an interval: :meth:`_due`)."""
         self._rows_due = True
         """Whether rows of the session index may be left to compute (:mod:`.sessions`)."""
         self._rows_left = False
@@ -229,13 +228,8 @@ class IndexerService:
         now = time.monotonic()
         if self._since is None:
             self._since = now
-        if now - self._since >= FOLD_MAX_DELAY or left >= FOLD_EAGER_BYTES:
-            return True
-        if now - self._looked < self._interval:  # looks without a pause, rows being computed: a
-            return False  # pause of the writers is judged over an interval (or rounds ran back to back)
-        self._looked = now
         grown, self._seen = left != self._seen, left
-        return not grown
+        return not grown or now - self._since >= FOLD_MAX_DELAY or left >= FOLD_EAGER_BYTES
 
     def _drop(self) -> None:
         """Close the index and release the lock (after a failure: RocksDB stays unusable after some
@@ -603,6 +597,26 @@ def _folded_snapshot(path: Path, targets: dict[str, int]) -> OxigraphStore | Non
         return snapshot
 
 
+COPY_MOST_BYTES = 512 * 1024 * 1024
+"""An index of more bytes on disk is never copied into memory to replay the log's unfolded part into
+(a copy takes several times its size: gigabytes at 10 M quads); the reader reads its snapshot alone
+and says what it does not show."""
+
+
+def _index_bytes(path: Path) -> int:
+    """The size of the index's table files (RocksDB's ``*.sst``)."""
+    total = 0
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.endswith(".sst"):
+                    with contextlib.suppress(OSError):
+                        total += entry.stat().st_size
+    except OSError:
+        return 0
+    return total
+
+
 READ_TRIES = 5
 """Times a reader starts again when a segment it listed was deleted (folded) before it read it."""
 
@@ -630,7 +644,15 @@ def _read(path: Path) -> OxigraphStore:
             read = _unfolded(directory, names, folded)
             if read is None:
                 continue
-            if not any(read[0]):
+            too_big = index is not None and _index_bytes(path) > COPY_MOST_BYTES
+            if not any(read[0]) or too_big:
+                if too_big:  # a copy would take gigabytes of memory: the snapshot alone, said
+                    logger.warning(
+                        "otel-prov: %d bytes of the log at %s are not folded into the index yet (the "
+                        "indexing process is behind) and are not shown: the index is too large to "
+                        "copy them into (more than %d MiB); read again in a moment", sum(
+                            len(r.payload) for records in read[0] for r in records) + read[1],
+                        directory, COPY_MOST_BYTES >> 20)
                 kept, index = index, None  # handed to the caller, who closes it
                 kept = kept if kept is not None else OxigraphStore(None)
                 kept.sessions = label
