@@ -11,7 +11,7 @@ from rdflib import RDF, RDFS
 from rdflib.namespace import PROV
 
 from ..model.iris import is_session_activity
-from ..model.vocab import TG
+from ..model.vocab import OTELPROV, TG
 from .build import Props, TraceTriple, first, index, kind_of, types_of
 from .model import NOT_CAPTURED_TEXT, Approval, Trace, TraceStep, local_name
 
@@ -35,7 +35,9 @@ class ProvGraph:
 
 
 _RELATIONS = {str(PROV.wasDerivedFrom): "wasDerivedFrom", str(PROV.wasGeneratedBy): "wasGeneratedBy",
-              str(PROV.used): "used", str(PROV.wasAssociatedWith): "wasAssociatedWith"}
+              str(PROV.used): "used", str(PROV.wasAssociatedWith): "wasAssociatedWith",
+              str(PROV.wasInformedBy): "wasInformedBy", str(OTELPROV.informedBy): "informedBy"}
+"""The relations drawn: PROV's, and the causal edges beside the chain (docs/model.md)."""
 
 
 def prov_graph(trace: Trace, triples: Iterable[TraceTriple]) -> ProvGraph:

@@ -213,7 +213,19 @@ class _Link:
 def _link(s: _Box, o: _Box, relation: str, between: bool = False) -> _Link:
     """From the top of the newer node ``s`` to the bottom of ``o``; side by side on one row, or
     over the row when other nodes are ``between`` them."""
-    if o.rank < s.rank:
+    if o.rank < s.rank - 1 and abs(o.x - s.x) < (s.w + o.w) / 2:
+        # Over rows, to a node of its own column (a causal edge past the chain's next step): a
+        # curve out to the right, wider the more rows it passes, never through the nodes between.
+        bulge = 40.0 + 24.0 * (s.rank - o.rank)
+        x1, y1 = s.x + s.w / 2, s.y + s.h / 2
+        x2, y2 = o.x + o.w / 2, o.y + o.h / 2
+        c1, c2 = max(x1, x2) + bulge, max(x1, x2) + bulge
+        path = f"M{x1:.1f},{y1:.1f} C{c1:.1f},{y1:.1f} {c2:.1f},{y2:.1f} {x2 + 2:.1f},{y2:.1f}"
+
+        def at(t: float) -> tuple[float, float]:
+            a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+            return a * x1 + b * c1 + c * c2 + d * x2, (a + b) * y1 + (c + d) * y2
+    elif o.rank < s.rank:
         x1, y1, x2, y2 = s.x, s.y, o.x, o.y + o.h
         mid = (y1 + y2) / 2
         path = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2 + 2:.1f}"
@@ -380,7 +392,8 @@ def layout(graph: ProvGraph, title: str = "") -> Layout:
     links = [_link(boxes[s], boxes[o], relation, _between(boxes[s], boxes[o], boxes.values()))
              for s, o, relation in graph.links]
     _place_labels(links, list(boxes.values()))
-    right = max([width - _MARGIN, *(link.label.rect[2] for link in links if link.label)])
+    right = max([width - _MARGIN, *(link.label.rect[2] for link in links if link.label),
+                 *(max(link.at(t)[0] for t in (0.25, 0.5, 0.75)) for link in links)])
     return Layout(boxes, links, right + _MARGIN, height, head)
 
 

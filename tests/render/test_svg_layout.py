@@ -55,3 +55,20 @@ def test_a_long_chain_is_drawn(tmp_path: Path) -> None:
         store.close()
     plan = layout(prov_graph(trace, triples))
     assert len(plan.boxes) == 2002 and max(b.rank for b in plan.boxes.values()) == 2001
+
+
+def test_a_causal_edge_past_the_next_step_curves_around_the_nodes_between() -> None:
+    """Analysis 3 informedBy Analysis 1 (a result given past the chain's next step): the arrow
+    leaves the column and comes back, so it never crosses Analysis 2 (nor reads as its edge)."""
+    from otel_prov.read.graph import GraphNode, ProvGraph
+
+    names = ["q", "a1", "a2", "a3"]
+    nodes = [GraphNode(n, "entity", n, "") for n in names]
+    links = [("a1", "q", "wasDerivedFrom"), ("a2", "a1", "wasDerivedFrom"), ("a3", "a2", "wasDerivedFrom"),
+             ("a3", "a1", "informedBy")]
+    plan = layout(ProvGraph(nodes, links))
+    middle = node_rect(plan.boxes["a2"])
+    [skip] = [link for link in plan.links if link.relation == "informedBy"]
+    points = [skip.at(t / 20) for t in range(21)]
+    assert not any(middle[0] <= x <= middle[2] and middle[1] <= y <= middle[3] for x, y in points)
+    assert max(x for x, _ in points) <= plan.width  # inside the picture
