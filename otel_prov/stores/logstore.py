@@ -603,6 +603,17 @@ COPY_MOST_BYTES = 512 * 1024 * 1024
 and says what it does not show."""
 
 
+def _say_not_shown(directory: Path, folded: dict[str, int]) -> None:
+    """One line of how much of the log a reader of a snapshot alone does not show (none: nothing)."""
+    unshown = sum(size - max(folded.get(name, 0), len(seg.MAGIC))
+                  for name, size in seg.pending_bytes(directory, folded).items())
+    if unshown:
+        logger.warning("otel-prov: %d bytes of the log at %s are not folded into the index yet (the "
+                       "indexing process is behind) and are not shown: the index is too large to copy "
+                       "them into (more than %d MiB); read again in a moment", unshown, directory,
+                       COPY_MOST_BYTES >> 20)
+
+
 def _index_bytes(path: Path) -> int:
     """The size of the index's table files (RocksDB's ``*.sst``)."""
     total = 0
@@ -641,18 +652,14 @@ def _read(path: Path) -> OxigraphStore:
         names = seg.list_segments(directory)
         index = _snapshot(path) if (path / "CURRENT").exists() else None
         try:
-            read = _unfolded(directory, names, folded)
+            too_big = index is not None and _index_bytes(path) > COPY_MOST_BYTES
+            # Too big to copy (gigabytes of memory): the snapshot alone, and the log is not read.
+            read = ([], 0) if too_big else _unfolded(directory, names, folded)
             if read is None:
                 continue
-            too_big = index is not None and _index_bytes(path) > COPY_MOST_BYTES
-            if not any(read[0]) or too_big:
-                if too_big:  # a copy would take gigabytes of memory: the snapshot alone, said
-                    logger.warning(
-                        "otel-prov: %d bytes of the log at %s are not folded into the index yet (the "
-                        "indexing process is behind) and are not shown: the index is too large to "
-                        "copy them into (more than %d MiB); read again in a moment", sum(
-                            len(r.payload) for records in read[0] for r in records) + read[1],
-                        directory, COPY_MOST_BYTES >> 20)
+            if not any(read[0]):
+                if too_big:
+                    _say_not_shown(directory, folded)
                 kept, index = index, None  # handed to the caller, who closes it
                 kept = kept if kept is not None else OxigraphStore(None)
                 kept.sessions = label

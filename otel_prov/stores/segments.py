@@ -308,9 +308,7 @@ def pending_bytes(directory: Path, folded: dict[str, int] | None = None, *,
     for name in list_segments(directory):
         try:
             size = targets[name] if targets is not None else (directory / name).stat().st_size
-        except KeyError:
-            continue
-        except FileNotFoundError:
+        except (KeyError, FileNotFoundError):  # not a target; deleted (folded) meanwhile
             continue
         if size > max(folded.get(name, 0), len(MAGIC)):
             out[name] = size
