@@ -19,12 +19,19 @@ so its session index does not exist yet.  Then:
 
 Printed: median and 95th percentile of each (seconds or milliseconds), and quads in the store.
 
+With ``--server oxigraph|fuseki`` the store is a dataset on a SPARQL server started for each size (on
+127.0.0.1, its data in the work directory), filled by POSTing the copies' N-Quads (no otel-prov
+writer: no session index yet); step 1 is then a writer opened on it, which builds the index (its rows
+as triples on the server: docs/store.md), timed until no session is left to compute.
+
     python benchmarks/bench_bigstore.py [--spans 16400] [--sizes 1,10,100] [--background 2000]
+        [--server oxigraph|fuseki]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import re
@@ -36,6 +43,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -46,12 +54,14 @@ from benchmarks.bench_ingest import build_requests, build_spans, send_all  # noq
 from benchmarks.bench_sustained import with_new_trace_ids  # noqa: E402
 from otel_prov.mapping.flows import map_spans  # noqa: E402
 from otel_prov.mapping.spans import from_sdk  # noqa: E402
-from otel_prov.model.quads import nquads  # noqa: E402
+from otel_prov.model.quads import in_parts, nquads  # noqa: E402
 from otel_prov.settings import UiSettings  # noqa: E402
-from otel_prov.stores import parse_store, sessions  # noqa: E402
+from otel_prov.stores import parse_store, server_sessions, sessions, sparql  # noqa: E402
 from otel_prov.stores.oxigraph import OxigraphStore  # noqa: E402
+from otel_prov.stores.sparql import MAX_POST_BYTES  # noqa: E402
 from otel_prov.web import create_app, runner  # noqa: E402
 from tests.support.procs import clean_env, start_serve  # noqa: E402
+from tests.support.sparql_servers import start_fuseki, start_oxigraph  # noqa: E402
 
 _SESSION = re.compile(r"(urn:trustgraph:(?:agent|question|docrag|prov:exploration|prov:focus|prov:synthesis"
                       r"|prov:edge):)")
@@ -63,11 +73,7 @@ def fill(store: Path, data: str, copies: int) -> int:
     every hundredth dated 2020: what the filters and prune find), bulk-loaded into the index."""
     index = pyoxigraph.Store(str(store))
     for k in range(copies):
-        text = _SESSION.sub(rf"\1x{k}-", data)
-        if k % 10 == 1:
-            text = text.replace('"default"', f'"c{k}"')
-        if k % 100 == 2:
-            text = re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d', f'"{_OLD}', text)
+        text = _copy(data, k)
         index.bulk_load(input=text.encode("utf-8"), format=pyoxigraph.RdfFormat.N_QUADS, lenient=True)
     index.flush()
     count = len(index)
@@ -75,7 +81,52 @@ def fill(store: Path, data: str, copies: int) -> int:
     return count
 
 
-def cli(store: Path, *args: str) -> float:
+def fill_server(url: str, kind: str, data: str, copies: int) -> int:
+    """The same copies as :func:`fill`, POSTed to a SPARQL server's dataset (8 MiB parts)."""
+    import urllib3
+
+    http = urllib3.PoolManager()
+    target = url + ("/store?lenient" if kind == "oxigraph" else "")
+    for k in range(copies):
+        for part in in_parts([_copy(data, k).encode("utf-8")], MAX_POST_BYTES):
+            response = http.request("POST", target, body=part, timeout=600,
+                                    headers={"Content-Type": "application/n-quads"})
+            assert response.status in (200, 201, 204), (response.status, response.data[:300])
+    store = sparql.open_for_reading(parse_store(url))
+    try:
+        return store.count()
+    finally:
+        store.close()
+
+
+def _copy(data: str, k: int) -> str:
+    text = _SESSION.sub(rf"\1x{k}-", data)
+    if k % 10 == 1:
+        text = text.replace('"default"', f'"c{k}"')
+    if k % 100 == 2:
+        text = re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d', f'"{_OLD}', text)
+    return text
+
+
+def build_server(url: str, kind: str, data: str, size: int) -> None:
+    t = time.perf_counter()
+    quads = fill_server(url, kind, data, size)
+    filled = time.perf_counter() - t
+    t = time.perf_counter()
+    writer = sparql.open_for_writing(parse_store(url))  # its keeper builds the index, then computes the rows
+    reader = sparql.open_for_reading(parse_store(url))
+    try:
+        while not (server_sessions.built(reader) and not server_sessions.marked(reader, most=1)):
+            time.sleep(0.5)
+    finally:
+        reader.close()
+        writer.close()
+    built = time.perf_counter() - t
+    print(f"{size}x: {quads:,} quads on {kind} (filled in {filled:.0f} s); a writer builds the session "
+          f"index: {built:.1f} s", flush=True)
+
+
+def cli(store: Path | str, *args: str) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "otel_prov.cli", *args, "--store", str(store)],
                    capture_output=True, check=True, env=clean_env(), timeout=900)
@@ -97,14 +148,14 @@ def figures(times: list[float], unit: str = "s") -> str:
            f"p95 {p95 * scale:.{0 if unit == 'ms' else 2}f} {unit}"
 
 
-def first_iri(store: Path) -> str:
+def first_iri(store: Path | str) -> str:
     out = subprocess.run([sys.executable, "-m", "otel_prov.cli", "list", "--limit", "1", "--format", "json",
                           "--store", str(store)], capture_output=True, check=True, env=clean_env(),
                          timeout=900).stdout
     return str(json.loads(out)[0]["id"])
 
 
-def measure(store: Path, args: argparse.Namespace) -> None:
+def measure(store: Path | str, args: argparse.Namespace) -> None:
     iri = first_iri(store)
     filters = [[], ["--collection", "c1"], ["--status", "failed"], ["--text", "times 4"],
                ["--since", _OLD[:10], "--until", "2020-12-31"]]
@@ -128,7 +179,7 @@ def measure(store: Path, args: argparse.Namespace) -> None:
         running.stop()
 
 
-def listable(store: Path, workdir: Path, args: argparse.Namespace) -> None:
+def listable(store: Path | str, workdir: Path, args: argparse.Namespace) -> None:
     """Sessions exported to ``serve`` (one request each, while others keep it busy) until each is in
     ``/api/sessions`` of a web view on the same store."""
     spans = build_spans(args.listable * 12, steps=5)  # "What is k times 5?": in no other session
@@ -192,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-erase", action="store_true", help="no delete and prune timings")
     parser.add_argument("--keep", type=Path, help="build the stores in this directory and keep them (a store "
                         "already there is used as it is)")
+    parser.add_argument("--server", choices=("oxigraph", "fuseki"),
+                        help="a dataset on this SPARQL server (started here) instead of the embedded store")
     parser.add_argument("--only", choices=("listable", "measure"),
                         help="only the listable run (on the largest store), or only the timings of list, "
                              "show and the pages")
@@ -203,22 +256,44 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.keep or Path(tmp)
         sizes = [int(s) for s in args.sizes.split(",")]
         for size in sizes:
-            store = workdir / f"size{size}"
-            if (store / "CURRENT").exists() and args.keep:  # kept from an earlier run: as it was
-                print(f"{size}x: the store kept in {store}", flush=True)
-            else:
-                build(store, data, size)
-            if args.only != "listable":
-                measure(store, args)
-            if size == sizes[-1] and args.only != "measure":
-                listable(store, workdir, args)
-                if not args.skip_erase and args.only != "listable":
-                    iri = first_iri(store)
-                    took = cli(store, "delete", iri)
-                    print(f"  otel-prov delete (one session; index rebuilt)  {took:.1f} s")
-                    print(f"  otel-prov prune --older-than 365d (~1%)          "
-                          f"{cli(store, 'prune', '--older-than', '365d'):.1f} s", flush=True)
+            with contextlib.ExitStack() as stack:
+                store = stack.enter_context(_store(workdir, size, data, args))
+                _measure_size(store, workdir, size, sizes, args)
     return 0
+
+
+@contextlib.contextmanager
+def _store(workdir: Path, size: int, data: str, args: argparse.Namespace) -> Iterator[Path | str]:
+    """The store of ``size`` copies: an embedded store's directory, or a started server's URL."""
+    if args.server:
+        start = start_oxigraph if args.server == "oxigraph" else start_fuseki
+        server = start(workdir / f"{args.server}{size}")
+        try:
+            build_server(server.url, args.server, data, size)
+            yield server.url
+        finally:
+            server.stop()
+        return
+    store = workdir / f"size{size}"
+    if (store / "CURRENT").exists() and args.keep:  # kept from an earlier run: as it was
+        print(f"{size}x: the store kept in {store}", flush=True)
+    else:
+        build(store, data, size)
+    yield store
+
+
+def _measure_size(store: Path | str, workdir: Path, size: int, sizes: list[int],
+                  args: argparse.Namespace) -> None:
+    if args.only != "listable":
+        measure(store, args)
+    if size == sizes[-1] and args.only != "measure":
+        listable(store, workdir, args)
+        if not args.skip_erase and args.only != "listable":
+            iri = first_iri(store)
+            took = cli(store, "delete", iri)
+            print(f"  otel-prov delete (one session; index rebuilt)  {took:.1f} s")
+            print(f"  otel-prov prune --older-than 365d (~1%)          "
+                  f"{cli(store, 'prune', '--older-than', '365d'):.1f} s", flush=True)
 
 
 def build(store: Path, data: str, size: int) -> None:

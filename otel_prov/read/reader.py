@@ -13,6 +13,7 @@ from ..model.iris import QUESTION_PREFIXES, flow_of_question
 from ..model.terms import literal
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..stores.base import ReadStore, Triple
+from ..stores.server_sessions import ServerListing
 from ..stores.sessions import COMPLETE as IDX_COMPLETE
 from ..stores.sessions import FAILED as IDX_FAILED
 from ..stores.sessions import (
@@ -76,7 +77,8 @@ class TraceReader:
 
     def __init__(self, store: ReadStore) -> None:
         self.store = store
-        self._session_index: Listing | None = None
+        self._session_index: Listing | ServerListing | None = None
+        self._no_index = False
 
     def select(self, sparql: str) -> list[dict[str, str]]:
         """A SELECT query as rows of variable -> text (unbound: absent)."""
@@ -120,17 +122,22 @@ class TraceReader:
                           row.get("coll"), _STATUS_NAMES[summary.status], summary.steps(flow),
                           summary.duration_ms)
 
-    def session_index(self) -> Listing | None:
-        """The store's session index as this snapshot sees it (:class:`~otel_prov.stores.Listing`),
-        when the store has one that can answer (an on-disk store whose indexing process built it);
-        read once per reader.  None: the graph answers."""
+    def session_index(self) -> Listing | ServerListing | None:
+        """The store's session index as this snapshot sees it (:class:`~otel_prov.stores.Listing`,
+        :class:`~otel_prov.stores.server_sessions.ServerListing`), when the store has one that can
+        answer (an on-disk store whose indexing process built it, a SPARQL server's whose writers
+        did); read once per reader.  None: the graph answers."""
+        if self._session_index is not None or self._no_index:
+            return self._session_index
         label = getattr(self.store, "sessions", None)
-        if not isinstance(label, SessionLabel):
-            return None
-        if self._session_index is None:
+        server_listing = getattr(self.store, "session_listing", None)
+        if isinstance(label, SessionLabel):
             self._session_index = Listing.open(self.store, label)
             if self._session_index is None:
-                self.store.sessions = None  # type: ignore[attr-defined]  # once: the graph answers
+                self.store.sessions = None  # type: ignore[attr-defined]  # its other readers too
+        elif server_listing is not None:  # a SPARQL server's (otel_prov/stores/server_sessions.py)
+            self._session_index = server_listing()
+        self._no_index = self._session_index is None  # once: the graph answers
         return self._session_index
 
     def listed(self, *, kind: str | None = None, collection: str | None = None,

@@ -25,9 +25,11 @@ stored, so one bad quad never blocks the writer.
 
 Reads are SPARQL queries (JSON results) with our prefixes declared, and Graph Store Protocol GETs
 (N-Triples / N-Quads, parsed by pyoxigraph) for exports.  A user's query (:meth:`run_query`) sees
-the union of all graphs as its default graph, as on the embedded store: Oxigraph's
-``union-default-graph``, elsewhere the protocol's ``default-graph-uri`` and ``named-graph-uri`` for
-every graph of the dataset.
+the union of all graphs as its default graph, as on the embedded store: the protocol's
+``default-graph-uri`` and ``named-graph-uri`` for every graph of the dataset but the session index's.
+
+The session index (what ``list`` reads on a big store) is kept in the dataset, in a graph of its own
+that exports, counts and users' queries leave out: :mod:`.server_sessions`.
 """
 
 from __future__ import annotations
@@ -46,10 +48,11 @@ import pyoxigraph
 import rdflib
 
 from ..errors import StoreError, StoreNotFound
-from ..model.quads import Quad, dataset_from_nquads, delete_data, in_parts, insert_data
+from ..model.quads import Quad, dataset_from_nquads, delete_data, in_parts, insert_data, nquads
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from .base import AUTO_SERVER, SERVER_KINDS, QuadTerms, QueryResult, Remote, Row, StoreSpec, open_private
 from .http import HttpConnection, HttpStatusError
+from .server_sessions import GRAPH_SESSIONS, RowKeeper, ServerListing, erasing, marks, new_stamp
 from .terms import from_json, from_quad, from_triple
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,7 @@ _N_TRIPLES = "application/n-triples"
 _RESULTS_JSON = "application/sparql-results+json"
 _PROLOGUE = " ".join(f"PREFIX {prefix}: <{namespace}>" for prefix, namespace in PREFIXES.items()) + " "
 """Our prefixes, on the query's first line (so the user's line numbers stay right)."""
+_SESSIONS_NODE = pyoxigraph.NamedNode(GRAPH_SESSIONS)
 _POSITION = re.compile(r"(error at 1:|line 1, column )(\d+)", re.IGNORECASE)
 
 
@@ -80,14 +84,11 @@ class Server:
     graph_store: str | None
     """The Graph Store Protocol endpoint (``GET ?graph=IRI``; the whole dataset without it), or None."""
     quads_params: dict[str, str] = field(default_factory=dict)
-    union_params: dict[str, str] | None = None
-    """Query parameters that make the default graph the union of all graphs (None: name every
-    graph with ``default-graph-uri`` and ``named-graph-uri``)."""
 
 
 OXIGRAPH = Server("oxigraph", "/query", "/update", "/store", "/store",
                   # lenient: skip IRI validation, as the embedded store does (our quads are valid)
-                  quads_params={"lenient": ""}, union_params={"union-default-graph": ""})
+                  quads_params={"lenient": ""})
 FUSEKI = Server("fuseki", "/query", "/update", "", "/get")  # /get: the read-only GSP endpoint
 SPARQL = Server("sparql", "", "", None, None)
 BULK_PARAMS = {"no_transaction": "", "lenient": ""}
@@ -113,6 +114,10 @@ class SparqlStore:
         """Quads the server refused as bad data (saved to :attr:`rejected_file`)."""
         self.rejected_file: Path | None = None
         self._reject_lock = threading.Lock()
+        self.keeper: RowKeeper | None = None
+        """A writer's thread keeping the session index's rows (:mod:`.server_sessions`)."""
+        self.quick_close = False
+        """Close without waiting for the rows of what this writer marked (readers compute them)."""
 
     def __str__(self) -> str:
         return f"{self.url} ({self.server.name})"
@@ -123,9 +128,15 @@ class SparqlStore:
     # -- writing --------------------------------------------------------------------------------
 
     def add(self, data: bytes, count: int) -> None:
-        """Store N-Quads (every quad in a named graph, as the mapping makes them)."""
+        """Store N-Quads (every quad in a named graph, as the mapping makes them), each part followed
+        by the marks of the sessions it touches (:mod:`.server_sessions`)."""
+        stamp, touched = new_stamp(), set()
         for part in in_parts([data], MAX_POST_BYTES):
-            self._add_part(part)
+            marked, keys = marks(part, stamp)
+            self._add_part(part + marked)
+            touched |= keys
+        if self.keeper is not None:
+            self.keeper.noted(touched)
 
     def _add_part(self, part: bytes) -> None:
         try:
@@ -171,23 +182,32 @@ class SparqlStore:
                              error.detail[:300])
 
     def remove(self, quads: Sequence[Quad]) -> None:
+        """Remove quads; the rows of the sessions they are of go in the same update, and their
+        sessions are marked (:mod:`.server_sessions`)."""
+        touched: set[str] = set()
         for start in range(0, len(quads), MAX_UPDATE_QUADS):
-            self._remove_part(quads[start:start + MAX_UPDATE_QUADS])
+            touched |= self._remove_part(quads[start:start + MAX_UPDATE_QUADS])
+        if self.keeper is not None:
+            self.keeper.noted(touched)
 
-    def _remove_part(self, quads: Sequence[Quad]) -> None:
+    def _remove_part(self, quads: Sequence[Quad]) -> set[str]:
         """``DELETE DATA``; one the server refuses as bad is halved down to the quads it cannot read,
         which cannot be in the store either (the writer would otherwise retry it for ever)."""
+        _, keys = marks(nquads(quads), "")
         try:
-            self._update(delete_data(quads), "removing quads")
+            self._update(delete_data(quads) + erasing(keys, new_stamp()), "removing quads")
         except HttpStatusError as exc:
             if exc.status not in (400, 413):
                 raise
             if len(quads) > 1:
-                self._remove_part(quads[:len(quads) // 2])
-                self._remove_part(quads[len(quads) // 2:])
-                return
+                return self._remove_part(quads[:len(quads) // 2]) | self._remove_part(quads[len(quads) // 2:])
             logger.error("otel-prov: %s refused to remove a quad it cannot read (so it does not hold it): "
                          "HTTP %d %s", self.url, exc.status, exc.detail[:300])
+        return keys
+
+    def update(self, update: str, what: str) -> None:
+        """A SPARQL update (one transaction on the server)."""
+        self._update(update, what)
 
     def _update(self, update: str, what: str) -> None:
         self.http.request("POST", self.endpoint(self.server.update), body=update.encode("utf-8"),
@@ -208,13 +228,10 @@ class SparqlStore:
     def _query(self, sparql: str, accept: str, *, union: bool = False, stream: bool = False,
                what: str = "querying") -> Any:
         fields: dict[str, str | list[str]] = {"query": _PROLOGUE + sparql}
-        if union:
-            if self.server.union_params is not None:
-                fields.update(self.server.union_params)
-            else:
-                graphs = self._graph_names()
-                fields["default-graph-uri"] = graphs
-                fields["named-graph-uri"] = graphs
+        if union:  # every graph named (not the server's union graph: the session index's is left out)
+            graphs = self._graph_names()
+            fields["default-graph-uri"] = graphs
+            fields["named-graph-uri"] = graphs
         return self.http.request("POST", self.endpoint(self.server.query), fields=fields,
                                  headers={"Accept": accept}, stream=stream, what=what)
 
@@ -223,8 +240,14 @@ class SparqlStore:
         return _decode_json(response.data, self.url)
 
     def _graph_names(self) -> list[str]:
+        """The dataset's graphs, but the session index's."""
         rows = self._json("SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", "listing the graphs")
-        return [b["g"]["value"] for b in rows["results"]["bindings"] if b.get("g", {}).get("type") == "uri"]
+        return [b["g"]["value"] for b in rows["results"]["bindings"]
+                if b.get("g", {}).get("type") == "uri" and b["g"]["value"] != GRAPH_SESSIONS]
+
+    def session_listing(self) -> ServerListing | None:
+        """The session index's listing as this reader sees it now (None: listed from the graph)."""
+        return ServerListing.open(self)
 
     def select(self, sparql: str) -> list[Row]:
         return _rows(self._json(sparql))[1]
@@ -278,12 +301,15 @@ class SparqlStore:
                 return
             raise
         for quad in _parse_response(response, fmt):
+            if graph is None and quad.graph_name == _SESSIONS_NODE:
+                continue
             if graph is not None:
                 quad = pyoxigraph.Quad(quad.subject, quad.predicate, quad.object, pyoxigraph.NamedNode(graph))
             yield quad
 
     def count(self, graph: str | None = None) -> int:
-        where = f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph is not None else "GRAPH ?g { ?s ?p ?o }"
+        where = (f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph is not None
+                 else f"GRAPH ?g {{ ?s ?p ?o }} FILTER(?g != <{GRAPH_SESSIONS}>)")
         return int(self.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ {where} }}")[0]["n"].value)
 
     def dump(self, fmt: str) -> bytes:
@@ -300,6 +326,8 @@ class SparqlStore:
         return dataset_from_nquads(self.dump("nquads"))
 
     def close(self) -> None:
+        if self.keeper is not None:
+            self.keeper.close(0.0 if self.quick_close else 2.0)
         self.http.close()
 
 
@@ -411,13 +439,17 @@ def detect(url: str, http: HttpConnection) -> Server:
 
 def open_for_writing(spec: StoreSpec, *, quick_close: bool = False) -> SparqlStore:
     """Open, and check that the store takes writes (credentials, a read-only dataset);
-    ``quick_close`` changes nothing (the server keeps what was written)."""
+    ``quick_close``: closing does not wait for the session index's rows of what was written (the
+    server keeps what was written, and its marks)."""
     store = _open(spec)
     try:
         store.check_writable()
     except BaseException:
         store.close()
         raise
+    store.keeper = RowKeeper(lambda: _open(spec), str(store))
+    store.keeper.start()
+    store.quick_close = quick_close
     logger.info("otel-prov: writing to the SPARQL store %s", store)
     return store
 

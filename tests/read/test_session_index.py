@@ -5,6 +5,7 @@ sessions erased, and the index lost or rebuilt."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -16,12 +17,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_prov import ProvSpanExporter, agent_session
-from otel_prov.read.model import COMPLETE, FAILED, UNFINISHED, SessionFilter, SessionRow
+from otel_prov.read.model import SessionFilter, SessionRow
 from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, parse_store
 from otel_prov.stores.sessions import SessionIndex, index_file
 from tests.support.cli import fill
 from tests.support.erasing import files_holding, token
+from tests.support.listings import check_every_listing, names_in
 from tests.support.runs import record_runs
 from tests.support.stores import fold
 
@@ -91,41 +93,13 @@ def filled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 def test_every_filter_sort_and_page_lists_what_the_graph_lists(filled: Path, overlay: None) -> None:
-    everything = same(filled)
-    assert len(everything) >= 10 and rows_in_index(filled) == len(everything)
-    assert {r.status for r in everything} == {COMPLETE, FAILED, UNFINISHED}
-    for kind in sorted({r.type for r in everything}):
-        assert same(filled, kind=kind)
-    for collection in sorted({r.collection for r in everything if r.collection}):
-        assert same(filled, collection=collection)
-    same(filled, collection="no such collection")
-    for status in (COMPLETE, FAILED, UNFINISHED):
-        assert same(filled, where=SessionFilter(status=status))
-    for sort in ("time", "duration", "steps", "status"):
-        assert len(same(filled, where=SessionFilter(sort=sort))) == len(everything)
-        for offset in (0, 3, 9):
-            assert same(filled, where=SessionFilter(sort=sort), limit=4, offset=offset)
-    found = {text: len(same(filled, where=SessionFilter(text=text)))
-             for text in ("berlin", "PARIS", "population", "eiffel", "zzz-no-such-text", "search")}
-    assert found["berlin"] and found["PARIS"] and not found["zzz-no-such-text"]
     store = open_for_reading(parse_store(str(filled)))
     try:
-        names = {field: sorted({row["o"] for row in TraceReader(store).select(
-            f"SELECT DISTINCT ?o WHERE {{ GRAPH ?g {{ ?s {predicate} ?o }} }}")})
-            for field, predicate in (("tool", "tg:action"), ("model", "tg:llmModel"),
-                                     ("agent", "otelprov:agentName"), ("service", "otelprov:serviceName"))}
+        names = names_in(store)
     finally:
         store.close()
-    for field, values in names.items():
-        assert values, field  # the data has some of each
-        hits = [len(same(filled, where=SessionFilter(**{field: value})))  # type: ignore[arg-type]
-                for value in [*values, "no-such-name"]]
-        assert all(hits[:-1]) and hits[-1] == 0, (field, values, hits)
-    times = sorted(r.time for r in everything if r.time)
-    for since, until in ((times[0], None), (None, times[-1]), (times[3], times[-3]), (times[-1][:10], None)):
-        same(filled, where=SessionFilter(since=since, until=until))
-    same(filled, kind=everything[0].type, collection=everything[0].collection,
-         where=SessionFilter(status=everything[0].status, sort="duration"), limit=2)
+    everything = check_every_listing(functools.partial(same, filled), names)
+    assert rows_in_index(filled) == len(everything)
 
 
 def _agent_run(path: Path, question: str, answer: str | None = "done") -> str:

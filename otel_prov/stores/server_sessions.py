@@ -1,0 +1,454 @@
+"""The session index of a dataset on a SPARQL server: one row per top-level session (what ``otel-prov
+list`` and the web view's list show of it, and what their filters test), kept as triples in a graph
+of its own (:data:`GRAPH_SESSIONS`), so that a listing reads a few rows instead of the whole graph.
+The rows are the embedded store's (:mod:`.sessions`: computed by :func:`~.sessions.compute` with the
+read model's rules); only how they are kept up to date differs, for writers on many machines and no
+lock between them:
+
+- **Marks.** Every write names the sessions it touches: the quads a writer adds are followed, in the
+  same request (after them), by a mark ``<key> row:dirty "stamp"`` for each session key of their
+  subjects (:func:`~.sessions.session_key`), the stamp unique to the write.  A removal deletes the rows
+  of the sessions it touches and marks them, in the same update.  So a session's row is either up to
+  date or its session is marked: no writer can leave a row behind the data without a mark.
+- **Rows.** A writer's background thread (:class:`RowKeeper`) computes the rows of the sessions it
+  marked, then of any left marked (by a writer that stopped first), :data:`~.sessions.WRITER_BATCH` at a
+  time, and stores them with one conditional update: the new rows in place of the old, and the marks it
+  read removed, *only if every mark it read is still there*.  A mark is removed only by the update of
+  rows computed after it was made: when another writer's newer rows got there first, the update
+  changes nothing; a mark made while the rows were computed stays, and the session is computed again.
+- **Building.** The first writer to find no index marks every top-level session and sets the
+  ``built`` flag, in one conditional update (a second writer's changes nothing); the rows are then
+  computed like any other.  Deleting the graph (``DROP GRAPH <urn:otel-prov:sessions>``) makes the next
+  writer build it again: the way back after the dataset was changed by something else than otel-prov.
+- **A reader** reads the marks, computes the marked sessions itself from the graph (at most
+  :data:`~.sessions.READER_MOST`; with more, or no ``built`` flag, it lists from the graph) and lists
+  them in the place of their rows, the others from the rows, with the filters, order and page done by
+  the server.
+
+The graph is the index's alone: exports, counts and a user's queries (:mod:`.sparql`) leave it out.
+"""
+
+from __future__ import annotations
+
+import calendar
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from ..errors import StoreError
+from ..model.terms import epoch_ns, integer, literal
+from .base import ReadStore
+from .sessions import (
+    BATCH,
+    COMPLETE,
+    FAILED,
+    READER_MOST,
+    WRITER_BATCH,
+    SessionEntry,
+    SessionQuery,
+    compute,
+    keys_of,
+    listed,
+    questions_of,
+)
+
+logger = logging.getLogger(__name__)
+
+GRAPH_SESSIONS = "urn:otel-prov:sessions"
+"""The graph the rows and marks are kept in."""
+ROW = "urn:otel-prov:row#"
+"""The namespace of the rows' predicates (an index's, not a vocabulary: nothing else reads them)."""
+_G = f"<{GRAPH_SESSIONS}>"
+_DIRTY, _BUILT = f"<{ROW}dirty>", f"<{ROW}built>"
+_SCALARS = {"flow": "flow", "sub_flow": "subFlow", "iri_flow": "iriFlow", "question": "question",
+            "time": "time", "trace": "trace", "coll": "coll", "status": "status", "steps": "steps",
+            "duration": "duration", "texts": "texts"}
+_SORT_KEYS = {"duration": "byDuration", "steps": "bySteps", "status": "status"}
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_NAMES = {"agents": "agent", "services": "service", "tools": "tool", "models": "model"}
+_FIELDS = {ROW + name: attr for attr, name in {**_SCALARS, **_NAMES}.items()}
+MARKS_PER_UPDATE = 5000
+"""Marks in one update while the index is built."""
+IDLE_SWEEP = 5.0
+"""Seconds between two looks of an idle writer for marks other writers left."""
+
+
+class _Store(ReadStore, Protocol):
+    def update(self, sparql: str, what: str) -> None: ...
+
+
+# -- what writers add ------------------------------------------------------------------------------
+
+
+def marks(payload: bytes, stamp: str) -> tuple[bytes, set[str]]:
+    """The marks of the sessions an N-Quads text's subjects are of (N-Quads lines), and their keys."""
+    keys = keys_of([payload])
+    stamp_term = literal(stamp)
+    return "".join(f"<{key}> {_DIRTY} {stamp_term} {_G} .\n" for key in sorted(keys)).encode(), keys
+
+
+def erasing(keys: Iterable[str], stamp: str) -> str:
+    """What a removal's update adds: the rows of the sessions ``keys`` are of deleted, and marks."""
+    keys = sorted(keys)
+    if not keys:
+        return ""
+    values = " ".join(f"<{k}>" for k in keys)
+    stamp_term = literal(stamp)
+    return (f";\nDELETE {{ GRAPH {_G} {{ ?k ?p ?o }} }} WHERE {{ GRAPH {_G} {{ VALUES ?k {{ {values} }} "
+            f"?k ?p ?o FILTER(?p != {_DIRTY}) }} }};\n"
+            f"INSERT DATA {{ GRAPH {_G} {{ " + " ".join(f"<{k}> {_DIRTY} {stamp_term} ." for k in keys)
+            + " } }")
+
+
+def new_stamp() -> str:
+    return uuid.uuid4().hex
+
+
+# -- computing rows (a writer) ---------------------------------------------------------------------
+
+
+def built(store: ReadStore) -> bool:
+    return store.ask(f"ASK {{ GRAPH {_G} {{ {_G} {_BUILT} ?v }} }}")
+
+
+def build(store: _Store) -> bool:
+    """Mark every top-level session and set the ``built`` flag, unless another writer did: whether
+    this one did."""
+    if built(store):
+        return False
+    questions = [row["q"] for row in listed(store)]
+    stamp = literal("build-" + new_stamp())
+    for start in range(0, len(questions), MARKS_PER_UPDATE):
+        part = questions[start:start + MARKS_PER_UPDATE]
+        triples = " ".join(f"<{q}> {_DIRTY} {stamp} ." for q in part)
+        store.update(f"INSERT DATA {{ GRAPH {_G} {{ {triples} }} }}", "building the session index")
+    if built(store):
+        return False
+    store.update(f'INSERT DATA {{ GRAPH {_G} {{ {_G} {_BUILT} "1" }} }}', "building the session index")
+    logger.info("otel-prov: the session index of %s is being built (%d sessions)", store, len(questions))
+    return True
+
+
+def marked(store: ReadStore, keys: Sequence[str] | None = None,
+           most: int = WRITER_BATCH) -> dict[str, set[str]]:
+    """Key -> its marks' stamps, of ``keys`` (None: any marked, at most ``most`` keys)."""
+    only = "" if keys is None else "VALUES ?k { " + " ".join(f"<{k}>" for k in keys) + " } "
+    found: dict[str, set[str]] = {}
+    page = "" if keys is not None else f" LIMIT {int(most) * 4}"
+    for row in store.select(f"SELECT ?k ?s WHERE {{ GRAPH {_G} {{ {only}?k {_DIRTY} ?s }} }}{page}"):
+        key = row["k"].value
+        if key in found or len(found) < most or keys is not None:
+            found.setdefault(key, set()).add(row["s"].value)
+    return found
+
+
+def sweep(store: _Store, keys: Sequence[str] | None = None) -> int:
+    """Compute and store the rows of the sessions marked (of ``keys``; None: any), one batch: how many
+    keys' marks were read (0: none left)."""
+    found = marked(store, keys)
+    if not found:
+        return 0
+    part = sorted(found)
+    questions = questions_of(store, part)
+    rows = compute(store, questions)
+    subjects = sorted(set(part) | set(questions))
+    read = [(k, s) for k in part for s in sorted(found[k])]
+    marks_read = " ".join(f"<{k}> {_DIRTY} {literal(s)} ." for k, s in read)
+    values = " ".join(f"<{q}>" for q in subjects)
+    store.update(f"""DELETE {{ GRAPH {_G} {{ {marks_read} ?r ?rp ?ro }} }}
+INSERT {{ GRAPH {_G} {{ {" ".join(row_triples(row) for row in rows)} }} }}
+WHERE {{ GRAPH {_G} {{ {marks_read} }}
+  OPTIONAL {{ GRAPH {_G} {{ VALUES ?r {{ {values} }} ?r ?rp ?ro FILTER(?rp != {_DIRTY}) }} }} }}""",
+                 "keeping the session index")
+    return len(part)
+
+
+def row_triples(row: SessionEntry) -> str:
+    out = []
+    for attr, name in _SCALARS.items():
+        value = getattr(row, attr)
+        if value is None:
+            continue
+        if attr in ("status", "steps"):
+            term = integer(value)
+        elif attr == "duration":
+            term = _double(value)
+        else:
+            term = literal(str(value))
+        out.append(f"<{ROW}{name}> {term}")
+    for attr, name in _NAMES.items():
+        out += [f"<{ROW}{name}> {literal(value)}" for value in getattr(row, attr)]
+    out += [f"<{ROW}ts> {integer(order_key(row))}",  # the sort keys, on every row: numbers sort fast
+            f"<{ROW}bySteps> {integer(row.steps if row.steps is not None else -1)}",
+            f"<{ROW}byDuration> {_double(row.duration if row.duration is not None else -1.0)}"]
+    return f"<{row.q}> " + " ; ".join(out) + " ."
+
+
+def _typed(term: Any) -> str:
+    """A number read back, as a literal of its datatype."""
+    return f'"{term.value}"^^<{term.datatype or "http://www.w3.org/2001/XMLSchema#integer"}>'
+
+
+def _double(value: float) -> str:
+    return f'"{float(value)!r}"^^<http://www.w3.org/2001/XMLSchema#double>'
+
+
+def order_key(row: SessionEntry) -> int:
+    """A row's place in a listing by time: its time in nanoseconds (-1 without one: listed last,
+    as an unbound time is).  A number, not the time's text: an Oxigraph server sorts 16,400 rows by
+    an integer in 6 ms, by a text in 380 ms."""
+    ns = epoch_ns(row.time)
+    return -1 if ns is None else ns
+
+
+def _day(bound: str | None, days: int) -> int | None:
+    """Nanoseconds ``days`` days from the start of the day a time range's bound names (None: no
+    whole date in it): a margin wide enough for any time zone, the exact test being the text's."""
+    if not bound or not _DATE.match(bound):
+        return None
+    year, month, day = int(bound[:4]), int(bound[5:7]), int(bound[8:10])
+    try:
+        start = calendar.timegm((year, month, day, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    return (start + days * 86_400) * 1_000_000_000
+
+
+class RowKeeper:
+    """A writer's thread computing rows: of the sessions it marked (:meth:`noted`), and, when idle,
+    of those other writers left marked (the index built first when there is none).  It has its own
+    connection (``connect``); a failure is logged and tried again later (the marks stay: readers
+    compute the marked sessions themselves)."""
+
+    def __init__(self, connect: Callable[[], Any], name: str) -> None:
+        self._connect = connect
+        self._name = name
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failed_at = 0.0
+
+    def noted(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            self._pending.update(keys)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="otel-prov-session-rows", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start without a write (the idle sweep and the build)."""
+        self.noted(())
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop, once the rows of the sessions this writer marked are stored (waited for ``timeout``
+        seconds at most; a thread still at work then ends by itself, and a mark left is computed by
+        the next writer, and meanwhile by readers)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        store = None
+        last_idle = 0.0
+        try:
+            while not self._stop.is_set():
+                self._wake.wait(IDLE_SWEEP)
+                self._wake.clear()
+                try:
+                    if store is None:
+                        store = self._connect()
+                    while True:
+                        with self._lock:
+                            own = sorted(self._pending)[:WRITER_BATCH]
+                            self._pending.difference_update(own)
+                        if own:  # also once stopped: what this writer marked, it computes
+                            sweep(store, own)
+                            continue
+                        if self._stop.is_set() or time.monotonic() - last_idle < IDLE_SWEEP:
+                            break
+                        build(store)
+                        if not sweep(store):
+                            last_idle = time.monotonic()
+                            break
+                except (StoreError, OSError) as exc:
+                    if time.monotonic() - self._failed_at > 60:
+                        logger.warning("otel-prov: the session index of %s is not kept up to date (%s); "
+                                       "listings compute what is marked from the graph", self._name, exc)
+                    self._failed_at = time.monotonic()
+                    self._stop.wait(1.0)
+        finally:
+            if store is not None:
+                store.close()
+
+
+# -- listing (a reader) ----------------------------------------------------------------------------
+
+
+class ServerListing:
+    """A reader's listing from the rows on the server, the marked sessions computed by the reader and
+    listed in their place (the interface of :class:`~.sessions.Listing`)."""
+
+    def __init__(self, store: ReadStore, fresh: Sequence[SessionEntry], hidden: Iterable[str]) -> None:
+        self.store = store
+        self.fresh = list(fresh)
+        self.hidden = sorted(set(hidden))
+
+    @classmethod
+    def open(cls, store: ReadStore) -> ServerListing | None:
+        try:
+            if not built(store):
+                return None
+            keys = sorted(marked(store, most=READER_MOST + 1))
+            if len(keys) > READER_MOST:
+                logger.info("otel-prov: more than %d sessions of %s are not in its session index yet (its "
+                            "writers compute them); listed from the graph", READER_MOST, store)
+                return None
+            questions = questions_of(store, keys) if keys else []
+            fresh = [row for start in range(0, len(questions), BATCH)
+                     for row in compute(store, questions[start:start + BATCH])]
+        except StoreError as exc:
+            logger.warning("otel-prov: the session index of %s is not used (%s); listed from the graph",
+                           store, exc)
+            return None
+        return cls(store, fresh, set(keys) | set(questions))
+
+    def close(self) -> None:
+        pass
+
+    def _hidden(self) -> str:
+        """The filter that leaves out the rows of the sessions listed in their place."""
+        return ("FILTER(?q NOT IN (" + ", ".join(f"<{q}>" for q in self.hidden) + "))") if self.hidden else ""
+
+    def _pattern(self, query: SessionQuery, ts: str | None = None) -> str:
+        """The rows ``query`` keeps, as ``?q`` and its order key ``?ts`` (every row has one; ``ts``:
+        only the rows of this one)."""
+        tests = [f"?q <{ROW}ts> ?ts ." if ts is None else f"VALUES ?ts {{ {ts} }} ?q <{ROW}ts> ?ts ."]
+        if query.flow is not None:
+            flow = literal(query.flow)
+            tests.append(f"FILTER(EXISTS {{ ?q <{ROW}subFlow> {flow} }} "
+                         f"|| EXISTS {{ ?q <{ROW}iriFlow> {flow} }})")
+        if query.collection is not None:
+            tests.append(f"?q <{ROW}coll> {literal(query.collection)} .")
+        if query.status is not None:
+            tests.append(f"?q <{ROW}status> {integer(query.status)} .")
+        for name, value in (("tool", query.tool), ("model", query.model), ("agent", query.agent),
+                            ("service", query.service)):
+            if value:
+                tests.append(f"?q <{ROW}{name}> {literal(value)} .")
+        if query.since or query.until:  # the order key first (a number), then the text as SQLite tests it
+            low, high = _day(query.since, -1), _day(query.until, 2)
+            near = [test for test in (low and f"?ts >= {low}", high and f"?ts < {high}") if test]
+            if near:
+                tests.append(f"FILTER({' && '.join(near)})")
+            tests.append(f"?q <{ROW}time> ?time .")
+        if query.since:
+            tests.append(f"FILTER(?time >= {literal(query.since)})")
+        if query.until:
+            tests.append(f"FILTER(SUBSTR(?time, 1, {len(query.until)}) <= {literal(query.until)})")
+        if query.text:
+            tests.append(f"?q <{ROW}texts> ?texts FILTER(CONTAINS(?texts, {literal(query.text.lower())}))")
+        tests.append(self._hidden())
+        return f"GRAPH {_G} {{ " + "\n".join(tests) + " }"
+
+    def select(self, query: SessionQuery, limit: int | None = None, offset: int = 0) -> list[SessionEntry]:
+        """The page of rows, in a listing's order.  The server orders by numbers only (the sort key,
+        the time's): the rows tied with the page's last are read too, and all are put in order here,
+        the session IRI last (an Oxigraph server orders 16,400 rows by two numbers in a few ms, by
+        the IRI's text in 180 ms)."""
+        key = _SORT_KEYS.get(query.sort)
+        first = f"GRAPH {_G} {{ ?q <{ROW}{key}> ?by }}" if key else "BIND(0 AS ?by)"
+        order = ("ASC(?by) " if query.sort == "status" else "DESC(?by) " if key else "") + "DESC(?ts)"
+        most = None if limit is None else int(limit) + int(offset)
+        found = self.store.select(f"SELECT ?q ?by ?ts WHERE {{ {self._pattern(query)} {first} }} "
+                                  f"ORDER BY {order}" + ("" if most is None else f" LIMIT {most}"))
+        ids = [row["q"].value for row in found]
+        if most is not None and len(found) == most:  # the rows tied with the last one read
+            last = found[-1]
+            ids += [row["q"].value for row in self.store.select(
+                f"SELECT ?q WHERE {{ {self._pattern(query, _typed(last['ts']))} {first} "
+                f"FILTER(?by = {_typed(last['by'])}) }}")]
+        rows = self._rows(sorted(set(ids))) + [row for row in self.fresh if matches(row, query)]
+        ordered = in_order(rows, query.sort)
+        return ordered[offset:] if limit is None else ordered[offset:offset + limit]
+
+    def _rows(self, ids: Sequence[str]) -> list[SessionEntry]:
+        if not ids:
+            return []
+        values = " ".join(f"<{q}>" for q in ids)
+        found: dict[str, dict[str, Any]] = {q: {} for q in ids}
+        for row in self.store.select(f"""SELECT ?q ?p ?o WHERE {{ GRAPH {_G} {{ VALUES ?q {{ {values} }}
+  ?q ?p ?o FILTER(?p != <{ROW}texts> && ?p != {_DIRTY}) }} }}"""):
+            attr = _FIELDS.get(row["p"].value)
+            if attr is None:
+                continue
+            value = row["o"].value
+            if attr in _NAMES:
+                found[row["q"].value].setdefault(attr, []).append(value)
+            else:
+                found[row["q"].value][attr] = value
+        out = []
+        for q in ids:
+            v = found[q]
+            out.append(SessionEntry(
+                q, v.get("flow", ""), v.get("sub_flow"), v.get("iri_flow"), v.get("question", ""),
+                v.get("time"), v.get("trace"), v.get("coll"), int(v.get("status", FAILED)),
+                int(v["steps"]) if "steps" in v else None, float(v["duration"]) if "duration" in v else None,
+                agents=sorted(v.get("agents", [])), services=sorted(v.get("services", [])),
+                tools=sorted(v.get("tools", [])), models=sorted(v.get("models", []))))
+        return out
+
+    def count(self, query: SessionQuery) -> int:
+        rows = self.store.select(f"SELECT (COUNT(?q) AS ?n) WHERE {{ {self._pattern(query)} }}")
+        return (int(rows[0]["n"].value) if rows else 0) + sum(1 for row in self.fresh if matches(row, query))
+
+    def stamp(self) -> str:
+        counts = [self.count(SessionQuery()), self.count(SessionQuery(status=COMPLETE)),
+                  self.count(SessionQuery(status=FAILED))]
+        return "-".join(map(str, counts))
+
+    def collections(self) -> list[str]:
+        hidden = self._hidden()
+        found = {row["c"].value for row in self.store.select(
+            f"SELECT DISTINCT ?c WHERE {{ GRAPH {_G} {{ ?q <{ROW}coll> ?c {hidden} }} }}")}
+        return sorted(found | {row.coll for row in self.fresh if row.coll is not None})
+
+
+def matches(row: SessionEntry, query: SessionQuery) -> bool:
+    """Whether ``row`` passes ``query``'s filters (as the server's query tests them)."""
+    if query.flow is not None and query.flow not in (row.sub_flow, row.iri_flow):
+        return False
+    if query.collection is not None and row.coll != query.collection:
+        return False
+    if query.status is not None and row.status != query.status:
+        return False
+    if query.text and query.text.lower() not in row.texts:
+        return False
+    for names, value in ((row.tools, query.tool), (row.models, query.model), (row.agents, query.agent),
+                         (row.services, query.service)):
+        if value and value not in names:
+            return False
+    if query.since and (row.time is None or row.time < query.since):
+        return False
+    return not (query.until and (row.time is None or row.time[:len(query.until)] > query.until))
+
+
+def in_order(rows: list[SessionEntry], sort: str) -> list[SessionEntry]:
+    """``rows`` in a listing's order, as the server's query orders them (stable sorts, the last key
+    first)."""
+    rows = sorted(rows, key=lambda r: r.q, reverse=True)
+    rows.sort(key=order_key, reverse=True)
+    if sort == "duration":
+        rows.sort(key=lambda r: r.duration if r.duration is not None else -1, reverse=True)
+    elif sort == "steps":
+        rows.sort(key=lambda r: r.steps if r.steps is not None else -1, reverse=True)
+    elif sort == "status":
+        rows.sort(key=lambda r: r.status)
+    return rows
