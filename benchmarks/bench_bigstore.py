@@ -2,8 +2,8 @@
 
 For each multiple of the load (``--sizes``, default 1, 10, 100; the load is ``--spans`` agent spans
 of ``bench_ingest.py``, 16,400 by default: ~100,000 quads, so 100x is ~10 M quads), a store is filled
-by bulk-loading the load's quads that many times under distinct session IRIs (outside the timing),
-so its session index does not exist yet.  Then:
+by bulk-loading the load's quads that many times under distinct session IRIs, copy k dated k
+hundredths of a year earlier (outside the timing), so its session index does not exist yet.  Then:
 
 1. a writer's fold, which builds the session index from the graph (once per store: an older store,
    a bulk load, ``check --rebuild``);
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import itertools
 import json
 import re
@@ -66,6 +67,7 @@ from tests.support.sparql_servers import start_fuseki, start_oxigraph  # noqa: E
 _SESSION = re.compile(r"(urn:trustgraph:(?:agent|question|docrag|prov:exploration|prov:focus|prov:synthesis"
                       r"|prov:edge):)")
 _OLD = "2020-01-01T00:00:00"
+_TIME = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)')
 
 
 def fill(store: Path, data: str, copies: int) -> int:
@@ -100,7 +102,21 @@ def fill_server(url: str, kind: str, data: str, copies: int) -> int:
 
 
 def _copy(data: str, k: int) -> str:
+    """Copy ``k`` of the load: its own session IRIs, its times ``k`` hundredths of a year earlier
+    (100 copies: a year of sessions, not 100 sessions at each instant)."""
     text = _SESSION.sub(rf"\1x{k}-", data)
+    if k:
+        shift = datetime.timedelta(hours=87.6 * k)
+        shifted: dict[str, str] = {}
+
+        def earlier(match: re.Match[str]) -> str:
+            found = match.group(1)
+            if found not in shifted:
+                when = datetime.datetime.strptime(found, "%Y-%m-%dT%H:%M:%S") - shift
+                shifted[found] = when.strftime("%Y-%m-%dT%H:%M:%S")
+            return '"' + shifted[found]
+
+        text = _TIME.sub(earlier, text)
     if k % 10 == 1:
         text = text.replace('"default"', f'"c{k}"')
     if k % 100 == 2:
@@ -169,7 +185,7 @@ def measure(store: Path | str, args: argparse.Namespace) -> None:
         base = running.url.rstrip("/")
         quoted = urllib.parse.quote(iri, safe="")
         pages = {"/api/sessions?limit=10": "", "/api/sessions?limit=10&collection=c1": "",
-                 "/api/sessions?limit=10&status=error": "", "/api/sessions?limit=10&text=times+4": "",
+                 "/api/sessions?limit=10&status=error": "", "/api/sessions?limit=10&q=times+4": "",
                  f"/api/sessions?limit=10&since={_OLD[:10]}&until=2020-12-31": "",
                  f"/api/sessions/{quoted}": "", "/": "", f"/sessions/{quoted}": ""}
         for page in pages:
@@ -266,10 +282,18 @@ def main(argv: list[str] | None = None) -> int:
 def _store(workdir: Path, size: int, data: str, args: argparse.Namespace) -> Iterator[Path | str]:
     """The store of ``size`` copies: an embedded store's directory, or a started server's URL."""
     if args.server:
-        start = start_oxigraph if args.server == "oxigraph" else start_fuseki
-        server = start(workdir / f"{args.server}{size}")
+        place = workdir / f"{args.server}{size}"
+        kept = args.keep is not None and place.exists()
+        place.mkdir(parents=True, exist_ok=True)
+        if args.server == "oxigraph":
+            server = start_oxigraph(place, location=place / "data")
+        else:
+            server = start_fuseki(place)
         try:
-            build_server(server.url, args.server, data, size)
+            if kept:  # kept from an earlier run: as it was
+                print(f"{size}x: the {args.server} dataset kept in {place}", flush=True)
+            else:
+                build_server(server.url, args.server, data, size)
             yield server.url
         finally:
             server.stop()

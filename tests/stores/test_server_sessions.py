@@ -51,9 +51,17 @@ def data(workdir: Path) -> bytes:
         once = store.dump("nquads")
     finally:
         store.close()
-    # twice, the second under other session IRIs: every session has a twin of the same time (the
-    # listing's order then falls to the IRI, which the server's query leaves to the reader)
-    return once + re.sub(rb"(urn:trustgraph:(?:agent|question|docrag|prov:[a-z]+):)", rb"\1twin-", once)
+    # again under other session IRIs: every session has a twin of the same time (the listing's order
+    # then falls to the IRI, which the server's query leaves to the reader); and twice more, years
+    # earlier, in two other hours (a listing by time reads the newest hours first)
+    copies = [once]
+    for name, when in (("twin", None), ("old", b"2020-01-01T00"), ("older", b"2019-06-15T12")):
+        session = rb"(urn:trustgraph:(?:agent|question|docrag|prov:[a-z]+):)"
+        copy = re.sub(session, rb"\1" + name.encode() + b"-", once)
+        if when is not None:
+            copy = re.sub(rb'"20\d\d-\d\d-\d\dT\d\d', b'"' + when, copy)
+        copies.append(copy)
+    return b"".join(copies)
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -157,6 +165,11 @@ def test_every_filter_sort_and_page_lists_what_the_graph_lists(server: SparqlSer
         store.close()
     everything = check_every_listing(functools.partial(same, server.url, fresh=False), names)
     assert len(rows) == len(everything)
+    for hour_most in (server_sessions.HOUR_MOST, 3):  # then hours too full: the server sorts every row
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(server_sessions, "HOUR_MOST", hour_most)
+            for offset in range(0, len(everything), 7):  # every page, down to the oldest hour's
+                same(server.url, fresh=False, limit=7, offset=offset)
     # three sessions of each type marked (as a writer leaves them): computed by the reader in their place
     picked = [r.id for kind in sorted({r.type for r in everything})
               for r in [r for r in everything if r.type == kind][:3]]
