@@ -13,7 +13,6 @@ from ..model.iris import QUESTION_PREFIXES, flow_of_question
 from ..model.terms import literal
 from ..model.vocab import GRAPH_RETRIEVAL
 from ..stores.base import ReadStore, Triple
-from ..stores.server_sessions import ServerListing
 from ..stores.sessions import COMPLETE as IDX_COMPLETE
 from ..stores.sessions import FAILED as IDX_FAILED
 from ..stores.sessions import (
@@ -22,6 +21,7 @@ from ..stores.sessions import (
     Listing,
     SessionEntry,
     SessionLabel,
+    SessionListing,
     SessionQuery,
     Summary,
     listed,
@@ -54,7 +54,11 @@ MARKS_PER_QUESTION_UP_TO = 200
 
 _LINKED = ("(tg:selectedEdge|prov:wasAssociatedWith|otelprov:chunkSelection|tg:selectedEdge/tg:edge"
             "|tg:document|prov:qualifiedAssociation|prov:qualifiedAssociation/prov:hadRole|otelprov:blob)")
-_OWNED = f"?s (^{_LINKED})?/(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)* ?q"
+_DOWN = "(^prov:wasDerivedFrom|^prov:wasGeneratedBy|^prov:used)*"
+"""From a node to every node derived from it (directly or not), itself included.  Written from the
+bound end (the Question): written the other way round (``?n (...)* ?q``, ``?q`` bound by VALUES),
+Fuseki took 10.9 s to ``show`` a session at 1 M quads, 0.27 s this way (Oxigraph: the same either way)."""
+_OWNED = f"?q {_DOWN}/{_LINKED}? ?s"
 """``?s``: a node of the trace whose Question is ``?q``: the Question, every node derived from it
 (directly or not, through activities: its sub-traces too), and what those link to (edge selections
 and their statements, chunk selections, the strict profile's agents, an approval's person,
@@ -77,7 +81,7 @@ class TraceReader:
 
     def __init__(self, store: ReadStore) -> None:
         self.store = store
-        self._session_index: Listing | ServerListing | None = None
+        self._session_index: SessionListing | None = None
         self._no_index = False
 
     def select(self, sparql: str) -> list[dict[str, str]]:
@@ -122,11 +126,11 @@ class TraceReader:
                           row.get("coll"), _STATUS_NAMES[summary.status], summary.steps(flow),
                           summary.duration_ms)
 
-    def session_index(self) -> Listing | ServerListing | None:
-        """The store's session index as this snapshot sees it (:class:`~otel_prov.stores.Listing`,
-        :class:`~otel_prov.stores.server_sessions.ServerListing`), when the store has one that can
-        answer (an on-disk store whose indexing process built it, a SPARQL server's whose writers
-        did); read once per reader.  None: the graph answers."""
+    def session_index(self) -> SessionListing | None:
+        """The store's session index as this snapshot sees it (a
+        :class:`~otel_prov.stores.sessions.SessionListing`), when the store has one that can answer
+        (an on-disk store whose indexing process built it, a SPARQL server's whose writers did);
+        read once per reader.  None: the graph answers."""
         if self._session_index is not None or self._no_index:
             return self._session_index
         label = getattr(self.store, "sessions", None)
@@ -193,10 +197,9 @@ SELECT (COUNT(?q) AS ?questions) (COUNT(?end) AS ?ends) (COUNT(?error) AS ?error
         derived from them are read; for many, one pass over the graph is cheaper."""
         if not questions:
             return {}
-        chain = "(prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)*"
         scope = ""
         if scoped or (scoped is None and len(questions) <= MARKS_PER_QUESTION_UP_TO):
-            scope = "VALUES ?root { " + " ".join(f"<{q}>" for q in questions) + " } ?n " + chain + " ?root ."
+            scope = "VALUES ?root { " + " ".join(f"<{q}>" for q in questions) + f" }} ?root {_DOWN} ?n ."
         up: dict[str, list[str]] = defaultdict(list)
         for row in self.select(f"""
 SELECT DISTINCT ?n ?up WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ {scope}

@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .. import attributes as A
 from ..errors import StoreError
@@ -284,7 +284,7 @@ def compute(store: ReadStore, questions: Sequence[str]) -> list[SessionEntry]:
     seen: set[tuple[str, str, str]] = set()
     for row in _select(store, f"""
 SELECT ?n ?p ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ VALUES ?q {{ {values} }}
-  ?n (prov:wasDerivedFrom|prov:wasGeneratedBy|prov:used)* ?q . ?n ?p ?o FILTER(?p IN ({_READ})) }} }}"""):
+  ?q (^prov:wasDerivedFrom|^prov:wasGeneratedBy|^prov:used)* ?n . ?n ?p ?o FILTER(?p IN ({_READ})) }} }}"""):
         n, p, o = row["n"], row["p"], row["o"]
         if (n, p, o) in seen:  # a sub-trace's node, reached from its Question and from the top's
             continue
@@ -632,6 +632,22 @@ class SessionIndex:
             self.db.execute(f"DELETE FROM {table}")
         self._set("version", str(VERSION))
         self._set("built", "0")
+
+
+class SessionListing(Protocol):
+    """What a reader lists from: :class:`Listing` (the on-disk store's), and a SPARQL server's
+    (:class:`~.server_sessions.ServerListing`, from its store's ``session_listing()``)."""
+
+    def select(self, query: SessionQuery, limit: int | None = None,
+               offset: int = 0) -> list[SessionEntry]: ...
+
+    def count(self, query: SessionQuery) -> int: ...
+
+    def stamp(self) -> str: ...
+
+    def collections(self) -> list[str]: ...
+
+    def close(self) -> None: ...
 
 
 class Listing:
