@@ -16,14 +16,15 @@ lock between them:
   read removed, *only if every mark it read is still there*.  A mark is removed only by the update of
   rows computed after it was made: when another writer's newer rows got there first, the update
   changes nothing; a mark made while the rows were computed stays, and the session is computed again.
-- **Building.** The first writer to find no index marks every top-level session and sets the
-  ``built`` flag, in one conditional update (a second writer's changes nothing); the rows are then
-  computed like any other.  Deleting the graph (``DROP GRAPH <urn:otel-prov:sessions>``) makes the next
-  writer build it again: the way back after the dataset was changed by something else than otel-prov.
+- **Building.** A writer that finds no index marks every top-level session (:data:`MARKS_PER_UPDATE`
+  an update), then sets the ``built`` flag; the rows are then computed like any other.  Two writers
+  building at once both mark every session: wasteful, not wrong (a mark is a mark).  Deleting the
+  graph (``DROP GRAPH <urn:otel-prov:sessions>``) makes the next writer build it again: the way back
+  after the dataset was changed by something else than otel-prov.
 - **A reader** reads the marks, computes the marked sessions itself from the graph (at most
   :data:`~.sessions.READER_MOST`; with more, or no ``built`` flag, it lists from the graph) and lists
-  them in the place of their rows, the others from the rows, with the filters, order and page done by
-  the server.
+  them in the place of their rows, the others from the rows: filtered by the server, ordered by
+  numbers (the newest hours first: :meth:`ServerListing._newest`), the page put together here.
 
 The graph is the index's alone: exports, counts and a user's queries (:mod:`.sparql`) leave it out.
 """
