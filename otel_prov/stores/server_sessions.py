@@ -259,10 +259,10 @@ class RowKeeper:
         """Start without a write (the idle sweep and the build)."""
         self.noted(())
 
-    def close(self, timeout: float = 2.0) -> None:
+    def close(self, timeout: float = 5.0) -> None:
         """Stop, once the rows of the sessions this writer marked are stored (waited for ``timeout``
         seconds at most; a thread still at work then ends by itself, and a mark left is computed by
-        the next writer, and meanwhile by readers)."""
+        the next writer, and meanwhile by readers).  A thread that never had work never connects."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -277,17 +277,17 @@ class RowKeeper:
                     self._wake.wait(IDLE_SWEEP)
                 self._wake.clear()
                 try:
-                    if store is None:
-                        store = self._connect()
                     while True:
                         with self._lock:
                             own = sorted(self._pending)[:WRITER_BATCH]
                             self._pending.difference_update(own)
                         if own:  # also once stopped: what this writer marked, it computes
+                            store = store or self._connect()
                             sweep(store, own)
                             continue
                         if self._stop.is_set() or time.monotonic() - last_idle < IDLE_SWEEP:
                             break
+                        store = store or self._connect()
                         build(store)
                         if not sweep(store):
                             last_idle = time.monotonic()

@@ -327,7 +327,7 @@ class SparqlStore:
 
     def close(self) -> None:
         if self.keeper is not None:
-            self.keeper.close(0.0 if self.quick_close else 2.0)
+            self.keeper.close(0.0 if self.quick_close else 5.0)
         self.http.close()
 
 
