@@ -116,8 +116,6 @@ class SparqlStore:
         self._reject_lock = threading.Lock()
         self.keeper: RowKeeper | None = None
         """A writer's thread keeping the session index's rows (:mod:`.server_sessions`)."""
-        self.quick_close = False
-        """Close without waiting for the rows of what this writer marked (readers compute them)."""
 
     def __str__(self) -> str:
         return f"{self.url} ({self.server.name})"
@@ -327,7 +325,7 @@ class SparqlStore:
 
     def close(self) -> None:
         if self.keeper is not None:
-            self.keeper.close(0.0 if self.quick_close else 5.0)
+            self.keeper.close(5.0)  # also on a quick close: a thread outliving its writer holds a connection
         self.http.close()
 
 
@@ -439,8 +437,8 @@ def detect(url: str, http: HttpConnection) -> Server:
 
 def open_for_writing(spec: StoreSpec, *, quick_close: bool = False) -> SparqlStore:
     """Open, and check that the store takes writes (credentials, a read-only dataset);
-    ``quick_close``: closing does not wait for the session index's rows of what was written (the
-    server keeps what was written, and its marks)."""
+    ``quick_close`` changes nothing (the server keeps what was written; closing waits up to 5 s for
+    the session index's rows of what this writer marked)."""
     store = _open(spec)
     try:
         store.check_writable()
@@ -449,7 +447,6 @@ def open_for_writing(spec: StoreSpec, *, quick_close: bool = False) -> SparqlSto
         raise
     store.keeper = RowKeeper(lambda: _open(spec), str(store))
     store.keeper.start()
-    store.quick_close = quick_close
     logger.info("otel-prov: writing to the SPARQL store %s", store)
     return store
 
