@@ -53,6 +53,7 @@ from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from .base import AUTO_SERVER, SERVER_KINDS, QuadTerms, QueryResult, Remote, Row, StoreSpec, open_private
 from .http import HttpConnection, HttpStatusError
 from .server_sessions import GRAPH_SESSIONS, RowKeeper, ServerListing, erasing, marks, new_stamp
+from .sessions import keys_of
 from .terms import from_json, from_quad, from_triple
 
 logger = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ class SparqlStore:
     def _remove_part(self, quads: Sequence[Quad]) -> set[str]:
         """``DELETE DATA``; one the server refuses as bad is halved down to the quads it cannot read,
         which cannot be in the store either (the writer would otherwise retry it for ever)."""
-        _, keys = marks(nquads(quads), "")
+        keys = keys_of([nquads(quads)])
         try:
             self._update(delete_data(quads) + erasing(keys, new_stamp()), "removing quads")
         except HttpStatusError as exc:

@@ -24,7 +24,7 @@ from otel_prov.stores.sessions import SessionIndex, index_file
 from tests.support.cli import fill
 from tests.support.erasing import files_holding, token
 from tests.support.listings import check_every_listing, names_in
-from tests.support.runs import record_runs
+from tests.support.runs import one_agent_run, record_runs
 from tests.support.stores import fold
 
 OVERLAY: list[frozenset[str]] = [frozenset()]
@@ -102,30 +102,13 @@ def test_every_filter_sort_and_page_lists_what_the_graph_lists(filled: Path, ove
     assert rows_in_index(filled) == len(everything)
 
 
-def _agent_run(path: Path, question: str, answer: str | None = "done") -> str:
-    exporter = ProvSpanExporter(store=str(path))
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    try:
-        with agent_session(question, tracer_provider=provider) as session:
-            with session.iteration() as step:
-                step.thought(f"thinking about {question}")
-                step.action("search", {"q": question})
-                step.observation("found it")
-            if answer is not None:
-                session.conclude(answer)
-    finally:
-        provider.shutdown()
-    return str(session.explain_id)
-
-
 def test_new_sessions_erasure_and_a_lost_index_keep_the_listing_exact(tmp_path: Path) -> None:
     path = tmp_path / "store"
     fill(path)
     before = same(path)
     # added after the index was built: listed from the rows the fold noted, not a full build
     secret = token()
-    added = [_agent_run(path, f"question {n} {secret if n == 7 else ''}") for n in range(12)]
+    added = [one_agent_run(str(path), f"question {n} {secret if n == 7 else ''}") for n in range(12)]
     listed = same(path)
     assert len(listed) == len(before) + 12 and set(added) <= {r.id for r in listed}
     assert [r.id for r in same(path, where=SessionFilter(text=secret))] == [added[7]]

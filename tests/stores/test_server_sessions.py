@@ -14,10 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_prov import ProvSpanExporter, agent_session
 from otel_prov.cli.app import main
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
 from otel_prov.read.model import SessionFilter, SessionRow
@@ -28,7 +25,7 @@ from otel_prov.stores.sparql import SparqlStore
 from tests.support.cli import fill
 from tests.support.erasing import token
 from tests.support.listings import check_every_listing, names_in
-from tests.support.runs import record_runs
+from tests.support.runs import one_agent_run, record_runs
 from tests.support.sparql_servers import SparqlServer, start_fuseki, start_oxigraph
 
 KINDS = ("oxigraph", "fuseki")
@@ -129,22 +126,6 @@ def write(url: str, data: bytes) -> None:
         store.close()
 
 
-def agent_run(url: str, question: str) -> str:
-    exporter = ProvSpanExporter(store=url)
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    try:
-        with agent_session(question, tracer_provider=provider) as session:
-            with session.iteration() as step:
-                step.thought(f"thinking about {question}")
-                step.action("search", {"q": question})
-                step.observation("found it")
-            session.conclude("done")
-    finally:
-        provider.shutdown()
-    return str(session.explain_id)
-
-
 def in_index(server: SparqlServer, text: str) -> int:
     store = opened(server.url)
     try:
@@ -183,7 +164,7 @@ def test_writers_keep_the_rows_as_sessions_come_and_go(server: SparqlServer, dat
     write(server.url, data)
     before = same(server.url)
     secret = token()
-    added = [agent_run(server.url, f"question {n} {secret if n == 11 else ''}") for n in range(12)]
+    added = [one_agent_run(server.url, f"question {n} {secret if n == 11 else ''}") for n in range(12)]
     listed = same(server.url)  # at once: marked sessions are computed by the reader
     assert set(added) <= {r.id for r in listed} and len(listed) == len(before) + 12
     settled(server.url)
@@ -235,7 +216,7 @@ def test_racing_writers_never_leave_an_older_row_unmarked(server: SparqlServer, 
     and its mark) and writer B computes and stores the newer row.  A's update must change nothing."""
     server.clear()
     write(server.url, data)
-    first = agent_run(server.url, "the race's question")
+    first = one_agent_run(server.url, "the race's question")
     settled(server.url)
     compute = server_sessions.compute
     a, b = opened(server.url), opened(server.url)
