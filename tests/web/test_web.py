@@ -75,7 +75,8 @@ def tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
 
 def get(url: str, **kw: Any) -> requests.Response:
-    return requests.get(url, timeout=30, allow_redirects=kw.pop("allow_redirects", True), **kw)
+    return requests.get(url, timeout=kw.pop("timeout", 30), allow_redirects=kw.pop("allow_redirects", True),
+                        **kw)
 
 
 # -- the list ---------------------------------------------------------------------------------------
@@ -504,17 +505,18 @@ def test_ten_thousand_steps(tmp_path: Path) -> None:
     steps = 10_000
     iri = long_session(tmp_path / "store", steps)
     running = serve(_config(tmp_path / "store"))
+    slow = 180  # a page reads the whole trace (110,000 triples): 9-20 s here, over 30 s under CI's load
     try:
         started = time.monotonic()
-        page = get(running.url + session_url(iri))
+        page = get(running.url + session_url(iri), timeout=slow)
         took = time.monotonic() - started
         assert page.status_code == 200
         assert page.text.count('<article class="step kind-analysis') == web_app.STEPS_PER_PAGE
         assert f"steps 1–{web_app.STEPS_PER_PAGE} of {steps + 1}" in page.text
         assert "too many to draw here" in page.text
-        last = get(running.url + session_url(iri), params={"steps": str(steps - 100)}).text
+        last = get(running.url + session_url(iri), params={"steps": str(steps - 100)}, timeout=slow).text
         assert "<h3>Analysis 10000</h3>" in last and "<h3>Conclusion</h3>" in last
-        data = get(running.url + "/api/sessions/" + quote(iri, safe=":/")).json()
+        data = get(running.url + "/api/sessions/" + quote(iri, safe=":/"), timeout=slow).json()
         assert len(data["steps"]) == steps + 1
         print(f"\n10,000-step session page: {took:.2f} s; {len(page.content) / 1e6:.1f} MB")
     finally:
