@@ -18,13 +18,20 @@ What it changes (everything else of the seed stays as it is, so otel-prov's own 
   Conclusion) is derived from that Observation instead; an iteration is also a ``tg:ToolUse``;
 - an observation, a Conclusion's answer and a Synthesis's content are also a document:
   ``tg:document <{node}/document>``, a ``prov:Entity`` with the text as ``tg:content`` (the text as
-  the seed wrote it, after the content policy: a value not captured makes no document).
+  the seed wrote it, after the content policy: a value not captured makes no document);
+- an iteration's thought is a Thought entity, as TrustGraph records it: ``tg:thought
+  <{session}/i{n}/thought>`` in place of the text, that node ``a prov:Entity, tg:Reflection,
+  tg:Thought``, ``prov:wasDerivedFrom`` the iteration, its text in its document
+  ``<{session}/i{n}/thought/document>`` (a thought not captured makes no Thought);
+- the literals of TrustGraph's predicates are plain strings, as TrustGraph writes them: counts,
+  tokens, durations and scores (``"8"``, not ``"8"^^xsd:integer``).  PROV's times keep their
+  ``xsd:dateTime`` (PROV-O's range).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..model.iris import DOC_RAG_PREFIX, EXPLORATION_PREFIX, SYNTHESIS_PREFIX
 from ..model.quads import Quad
@@ -36,10 +43,13 @@ TG_OBSERVATION_TYPE = f"<{_TG}Observation>"
 TG_TOOL_USE = f"<{_TG}ToolUse>"
 TG_ANSWER_TYPE = f"<{_TG}Answer>"
 TG_DOCUMENT = f"<{_TG}document>"
+TG_REFLECTION = f"<{_TG}Reflection>"
+TG_THOUGHT_TYPE = f"<{_TG}Thought>"
 
 GROUNDING_PREFIX = "urn:trustgraph:prov:grounding:"
 DOC_RAG_GROUNDING_SUFFIX = "/grounding"
 OBSERVATION_SUFFIX = "/observation"
+THOUGHT_SUFFIX = "/thought"
 DOCUMENT_SUFFIX = "/document"
 
 _QUESTION = re.compile(r"<urn:trustgraph:(?:agent|question|docrag):[^/>]+>")
@@ -47,6 +57,8 @@ _QUESTION_TYPES = frozenset({NT.tg_AgentQuestion, NT.tg_GraphRagQuestion, NT.tg_
 _ITERATION = re.compile(r"<(urn:trustgraph:agent:[^/>]+/i[0-9]+)>")
 _FINAL = re.compile(r"<urn:trustgraph:agent:([^/>]+)/final>")
 _TEXTS = frozenset({NT.tg_observation, NT.tg_answer, NT.tg_content})
+_TG_PREDICATE = "<" + _TG
+_TYPED = re.compile(r'("(?:[^"\\]|\\.)*")\^\^<[^>]*>')
 
 
 def _bare(term: str) -> str:
@@ -87,6 +99,19 @@ def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
             out.append(quad)
 
     for s, p, o, g in quads:
+        if p.startswith(_TG_PREDICATE) and o.endswith(">") and o.startswith('"'):
+            typed = _TYPED.fullmatch(o)
+            if typed:
+                o = typed.group(1)  # TrustGraph's plain string
+        if p == NT.tg_thought and o.startswith('"') and _ITERATION.fullmatch(s):
+            thought = f"<{_bare(s)}{THOUGHT_SUFFIX}>"
+            add(s, p, thought, g)
+            for kind in (NT.Entity, TG_REFLECTION, TG_THOUGHT_TYPE):
+                add(thought, NT.type, kind, g)
+            add(thought, NT.label, '"Thought"', g)
+            add(thought, NT.wasDerivedFrom, s, g)
+            _document(add, thought[1:-1], o, g)
+            continue
         if p == NT.wasDerivedFrom:
             target = _ITERATION.fullmatch(o)
             if target and _same_session(s, target.group(1)) and (
@@ -125,8 +150,13 @@ def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
                 holder = _bare(s)
             else:
                 continue
-            document = f"<{holder}{DOCUMENT_SUFFIX}>"
-            add(f"<{holder}>", TG_DOCUMENT, document, g)
-            add(document, NT.type, NT.Entity, g)
-            add(document, NT.tg_content, o, g)
+            _document(add, holder, o, g)
     return out
+
+
+def _document(add: Callable[[str, str, str, str], None], holder: str, text: str, g: str) -> None:
+    """``holder``'s document ``<{holder}/document>``: a ``prov:Entity`` with ``text`` as ``tg:content``."""
+    document = f"<{holder}{DOCUMENT_SUFFIX}>"
+    add(f"<{holder}>", TG_DOCUMENT, document, g)
+    add(document, NT.type, NT.Entity, g)
+    add(document, NT.tg_content, text, g)

@@ -18,6 +18,8 @@ TG_TERMS = (
         # TrustGraph's 2026 step metadata and chunk selections (docs/model.md)
         "llmModel", "inToken", "outToken", "llmDurationMs", "toolDurationMs", "toolError", "score",
         "ChunkSelection",
+        # the trustgraph profile's Thought entities and documents (docs/model.md)
+        "Thought", "Reflection", "document",
 )
 TG = ClosedNamespace("https://trustgraph.ai/ns/", list(TG_TERMS))
 """TrustGraph's vocabulary (the subset the seed model uses)."""

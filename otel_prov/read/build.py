@@ -35,6 +35,7 @@ TraceTriple = tuple[str, str, Term]
 Props = dict[str, list[Term]]
 
 _TG, _PROV = str(TG), str(PROV)
+_THOUGHT = str(TG.thought)
 STEP_LINKS = (str(PROV.wasDerivedFrom), str(PROV.wasGeneratedBy), str(PROV.used))
 """The links from a node to what it came from: a trace is walked down them, from its Question."""
 SUBTYPES = {str(TG.AgentQuestion): AGENT, str(TG.GraphRagQuestion): GRAPH_RAG,
@@ -67,6 +68,16 @@ def kind_of(props: Props) -> str:
     return others[0] if others else "Unknown"
 
 
+def content_text(term: Term, props: dict[str, Props]) -> str | None:
+    """What a node's value says: the term's own text, but for a Thought entity (profile trustgraph:
+    ``tg:thought`` an IRI, its text in its document's ``tg:content``): the document's text, None
+    when it has none."""
+    if term.is_iri and str(TG.Thought) in types_of(props.get(term.value, {})):
+        document = first(props.get(term.value, {}), TG.document)
+        return first(props.get(document or "", {}), TG.content)
+    return term.value
+
+
 def _is_question(props: Props) -> bool:
     return str(TG.query) in props
 
@@ -74,8 +85,8 @@ def _is_question(props: Props) -> bool:
 def _is_step(props: Props) -> bool:
     """A node of the trace's chain (not a strict-profile activity, agent or reified edge)."""
     types = set(types_of(props))
-    if str(TG.EdgeSelection) in types or str(RDF.Statement) in types:
-        return False
+    if types & {str(TG.EdgeSelection), str(RDF.Statement), str(TG.Thought)}:
+        return False  # (a Thought, profile trustgraph: its Analysis's thought, shown there)
     if types & {str(PROV.Agent), str(PROV.SoftwareAgent)}:
         return False
     return not (types and types <= {str(PROV.Activity)})
@@ -197,6 +208,11 @@ def _step(iri: str, node: Props, props: dict[str, Props]) -> TraceStep:
     values: dict[str, list[str]] = {}
     for p, objects in node.items():
         if p == str(RDF.type) or p in STEP_LINKS:
+            continue
+        if p == _THOUGHT:  # the trustgraph profile's Thought entities: their texts
+            texts = sorted(t for t in (content_text(o, props) for o in objects) if t is not None)
+            if texts:
+                values["thought"] = texts
             continue
         values[local_name(p)] = sorted(o.value for o in objects)
     for blob in values.get("blob", []):  # a large value's blob: its size, as the Content line says it

@@ -30,7 +30,7 @@ from rdflib.namespace import PROV
 from ..model.iris import ACTIVITY_SUFFIX, SESSION_SUFFIX
 from ..model.vocab import OTELPROV, TG
 from ..stores.base import IRI
-from .build import TraceTriple, index, types_of
+from .build import TraceTriple, content_text, index, types_of
 from .graph import prov_graph
 from .model import Trace, local_name
 
@@ -172,7 +172,8 @@ class Lineage:
 
     def values(self, iri: str) -> list[tuple[str, str]]:
         by_p = self.props.get(iri, {})
-        return [(local_name(p), term.value) for p in DETAIL for term in by_p.get(p, [])]
+        said = ((local_name(p), content_text(term, self.props)) for p in DETAIL for term in by_p.get(p, []))
+        return [(name, text) for name, text in said if text is not None]
 
     def tree(self, start: str, *, forward: bool = False, depth: int | None = None) -> LineageNode:
         """The lineage of ``start`` (a node of the trace), backward or ``forward``, at most

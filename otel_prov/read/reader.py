@@ -401,8 +401,9 @@ def _where(kind: str | None, collection: str | None, where: SessionFilter | None
             words = f"LCASE({literal(where.text)})"
             tests.append(f"""(CONTAINS(LCASE(STR(?query0)), {words}) || EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{
     ?n (prov:wasDerivedFrom|prov:wasGeneratedBy)+ ?q .
-    ?n tg:thought|tg:action|tg:arguments|tg:observation|tg:answer|tg:content|tg:reasoning ?said .
-    FILTER(CONTAINS(LCASE(STR(?said)), {words})) }} }})""")
+    ?n tg:thought|tg:thought/tg:document/tg:content|tg:action|tg:arguments|tg:observation|tg:answer|tg:content
+       |tg:reasoning ?said .
+    FILTER(isLITERAL(?said) && CONTAINS(LCASE(STR(?said)), {words})) }} }})""")
         for value, predicate in ((where.tool, "tg:action"), (where.model, "tg:llmModel")):
             if value:
                 tests.append(f"""EXISTS {{ GRAPH <{GRAPH_RETRIEVAL}> {{

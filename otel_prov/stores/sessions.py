@@ -284,7 +284,9 @@ def compute(store: ReadStore, questions: Sequence[str]) -> list[SessionEntry]:
     seen: set[tuple[str, str, str]] = set()
     for row in _select(store, f"""
 SELECT ?n ?p ?o WHERE {{ GRAPH <{GRAPH_RETRIEVAL}> {{ VALUES ?q {{ {values} }}
-  ?q (^prov:wasDerivedFrom|^prov:wasGeneratedBy|^prov:used)* ?n . ?n ?p ?o FILTER(?p IN ({_READ})) }} }}"""):
+  ?q (^prov:wasDerivedFrom|^prov:wasGeneratedBy|^prov:used)* ?n .
+  {{ ?n ?p ?o FILTER(?p IN ({_READ}) && (?p != tg:thought || isLITERAL(?o))) }}
+  UNION {{ ?n tg:thought/tg:document/tg:content ?o BIND(tg:thought AS ?p) }} }} }}"""):
         n, p, o = row["n"], row["p"], row["o"]
         if (n, p, o) in seen:  # a sub-trace's node, reached from its Question and from the top's
             continue

@@ -66,7 +66,13 @@ def typed(ds: rdflib.Dataset, cls: URIRef) -> set[object]:
 
 
 def values(ds: rdflib.Dataset, pred: URIRef) -> Counter[str]:
-    return Counter(str(o) for _, _, o, _ in ds.quads((None, pred, None, None)))
+    """The values of ``pred``; a Thought entity's (profile trustgraph): its document's text."""
+    def text(o: object) -> str:
+        if isinstance(o, URIRef) and any(ds.quads((o, RDF.type, URIRef(TG.Thought), None))):
+            document = next(d for _, _, d, _ in ds.quads((o, URIRef(TG.document), None, None)))
+            return str(next(t for _, _, t, _ in ds.quads((document, URIRef(TG.content), None, None))))
+        return str(o)
+    return Counter(text(o) for _, _, o, _ in ds.quads((None, pred, None, None)))
 
 
 def check_same_whatever_the_delivery(spans: list[ReadableSpan], schedule: list[list[int]],

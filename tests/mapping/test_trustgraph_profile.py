@@ -24,8 +24,9 @@ from otel_prov import ProvSpanExporter, erasure
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import run_agent
 from otel_prov.mapping.trustgraph import to_trustgraph
+from otel_prov.read.model import SessionFilter
 from otel_prov.read.reader import TraceReader
-from otel_prov.stores import open_for_reading, parse_store
+from otel_prov.stores import open_for_reading, parse_store, sessions
 from otel_prov.stores.base import IRI, LITERAL
 from tests.support.genai import S, make
 from tests.support.procs import in_ci
@@ -219,9 +220,17 @@ def test_agent_flow_read_to_the_end(flows: dict[str, Any]) -> None:
     # our reader: each iteration followed by its Observation, then the Conclusion
     assert [s.kind for s in ours.steps] == ["Analysis", "Observation"] * len(ours_analyses) + ["Conclusion"]
     assert [a.uri for a in analyses] == [s.iri for s in ours_analyses]
-    assert [(a.action, a.arguments, a.thought) for a in analyses] == [
-        (s.value("action") or "", s.value("arguments") or "", s.value("thought") or "")  # "" when none
-        for s in ours_analyses]
+    assert [(a.action, a.arguments) for a in analyses] == [
+        (s.value("action") or "", s.value("arguments") or "") for s in ours_analyses]  # "" when none
+    # each thought a Thought entity (TrustGraph's Reflection), its document the thought ours shows
+    thoughts = [client.fetch_entity(a.thought, GRAPH) if a.thought else None for a in analyses]
+    assert [a.thought for a in analyses] == [
+        s.iri + "/thought" if s.value("thought") is not None else "" for s in ours_analyses]
+    assert [_document(flows, t) if t else None for t in thoughts] == [
+        s.value("thought") for s in ours_analyses]
+    assert all(type(t).__name__ == "Reflection" and t.reflection_type == "thought" for t in thoughts if t)
+    assert [t.act.thought for t in result.turns] == [  # (the last iteration thought, then answered)
+        s.value("thought") for s in ours_analyses][:len(result.turns)] != []
     # one Observation per iteration, its document the observation ours shows
     assert [o.uri for o in observations] == [s.iri + "/observation" for s in ours_analyses]
     assert [_document(flows, o) if o.document else None for o in observations] == [
@@ -238,6 +247,45 @@ def test_agent_flow_read_to_the_end(flows: dict[str, Any]) -> None:
     ours_conclusion = next(s for s in ours.steps if s.kind == "Conclusion")
     assert conclusion.uri == ours_conclusion.iri
     assert _document(flows, conclusion) == ours_conclusion.value("answer") == result.answer
+
+
+def test_thoughts_are_found_by_the_text_filter(flows: dict[str, Any]) -> None:
+    """A Thought entity's text (in its document, not on its Analysis) is what ``list --text`` searches,
+    through the session index and through the graph; its IRI is not a text."""
+    thought = flows["results"]["agent"].turns[0].act.thought
+    reader_store = open_for_reading(flows["spec"])
+    try:
+        rows = sessions.compute(reader_store, [flows["results"]["agent"].explain_id])
+        assert len(rows) == 1 and thought.lower() in rows[0].texts and "/thought" not in rows[0].texts
+        for graph_only in (False, True):
+            reader = TraceReader(reader_store)
+            reader._no_index = graph_only
+            found = [reader.count_sessions(where=SessionFilter(text=w)) for w in (thought, "/thought")]
+            assert found == [1, 0]
+    finally:
+        reader_store.close()
+
+
+def test_literals_are_plain_strings_as_trustgraph_writes_them(flows: dict[str, Any], tmp_path: Path) -> None:
+    """TrustGraph writes counts, tokens, durations and scores as plain strings: so does the profile
+    (PROV's times keep their xsd:dateTime); the seed's typed literals of the same spans become them."""
+    tg = "https://trustgraph.ai/ns/"
+    typed = [q for q in flows["store"] if q.predicate.value.startswith(tg)
+             and isinstance(q.object, ox.Literal)
+             and q.object.datatype.value != "http://www.w3.org/2001/XMLSchema#string"]
+    assert typed == []
+    counts = {q.predicate.value[len(tg):] for q in flows["store"]
+              if q.predicate.value[len(tg):] in ("edgeCount", "chunkCount", "score", "toolDurationMs")}
+    assert counts >= {"edgeCount", "chunkCount"}
+    provider = TracerProvider()  # the same flow, the seed profile
+    provider.add_span_processor(SimpleSpanProcessor(ProvSpanExporter(store=f"oxigraph:{tmp_path}")))
+    graph_rag(tracer_provider=provider)
+    provider.shutdown()
+    seed_store, _ = _read_back(parse_store(f"oxigraph:{tmp_path}"))
+    seed = [(str(q.subject), str(q.predicate), str(q.object), str(q.graph_name)) for q in seed_store
+            if q.predicate.value.startswith(tg) and '"^^<' in str(q.object)]
+    assert seed and all('"^^<' not in o for _, _, o, _ in to_trustgraph(seed))
+    assert {o.split('"^^<')[0] + '"' for *_, o, _ in seed} == {o for *_, o, _ in to_trustgraph(seed)}
 
 
 def test_seed_ends_at_the_question_for_trustgraphs_reader(flows: dict[str, Any]) -> None:

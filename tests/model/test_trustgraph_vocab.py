@@ -33,8 +33,14 @@ from otel_prov.model.vocab import TG_TERMS
 NOT_IN_TRUSTGRAPH_2_11 = {"answer", "content"}
 
 
+# Classes whose name is also a predicate's (``tg:Thought``, ``tg:thought``): TrustGraph's constant
+# has a _TYPE suffix.
+TYPE_SUFFIXED = {"Thought", "Reflection"}
+
+
 def _name(term: str) -> str:
-    return "TG_" + "".join("_" + c if c.isupper() else c.upper() for c in term).lstrip("_")
+    name = "TG_" + "".join("_" + c if c.isupper() else c.upper() for c in term).lstrip("_")
+    return name + "_TYPE" if term in TYPE_SUFFIXED else name
 
 
 def test_namespace_and_graph() -> None:
