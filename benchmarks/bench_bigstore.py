@@ -231,7 +231,7 @@ def listable(store: Path | str, workdir: Path, args: argparse.Namespace) -> None
             acked = time.perf_counter()
             words = urllib.parse.quote(question.group(0).decode())
             while time.perf_counter() - acked < 60:
-                _, body = get(f"{running.url.rstrip('/')}/api/sessions?limit=5&text={words}")
+                _, body = get(f"{running.url.rstrip('/')}/api/sessions?limit=5&q={words}")
                 if json.loads(body)["sessions"]:
                     break
             delays.append(time.perf_counter() - acked)
