@@ -197,14 +197,15 @@ def measure(store: Path | str, args: argparse.Namespace) -> None:
 
 def listable(store: Path | str, workdir: Path, args: argparse.Namespace) -> None:
     """Sessions exported to ``serve`` (one request each, while others keep it busy) until each is in
-    ``/api/sessions`` of a web view on the same store."""
-    spans = build_spans(args.listable * 12, steps=5)  # "What is k times 5?": in no other session
-    requests = build_requests(spans, 12)  # one agent session (12 spans) a request
+    the first page of ``/api/sessions`` of a web view on the same store (newest first: their spans
+    are made after every other session's, so each is the newest when it arrives)."""
     (workdir / "serve.log").unlink(missing_ok=True)  # its address is read from it
     serve = start_serve(store, workdir / "serve.log")
     running = runner.start(create_app(UiSettings(store=parse_store(str(store)), port=0)), "127.0.0.1", 0)
     stop = threading.Event()
     background = build_requests(build_spans(20_000), 100)
+    spans = build_spans(args.listable * 12, steps=5)  # "What is k times 5?": in no other session
+    requests = build_requests(spans, 12)  # one agent session (12 spans) a request
     pace = 100 / args.background if args.background else 0.0
     sent = {"spans": 0, "seconds": 0.0}
 
@@ -229,10 +230,10 @@ def listable(store: Path | str, workdir: Path, args: argparse.Namespace) -> None
             assert question is not None
             send_all(serve.grpc_port, [request], 1, 60)
             acked = time.perf_counter()
-            words = urllib.parse.quote(question.group(0).decode())
+            asked = question.group(0).decode()
             while time.perf_counter() - acked < 60:
-                _, body = get(f"{running.url.rstrip('/')}/api/sessions?limit=5&q={words}")
-                if json.loads(body)["sessions"]:
+                _, body = get(f"{running.url.rstrip('/')}/api/sessions?limit=5")
+                if any(row["question"] == asked for row in json.loads(body)["sessions"]):
                     break
             delays.append(time.perf_counter() - acked)
     finally:

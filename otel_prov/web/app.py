@@ -256,6 +256,11 @@ class View:
 
     def api_sessions(self, request: Request) -> Response:
         try:
+            unknown = sorted(set(request.query_params) - API_SESSIONS_PARAMETERS)
+            if unknown:  # not ignored: a misspelt filter would list every session as if it matched
+                raise BadParameter(f"unknown parameter {unknown[0][:40]!r}: the filters are "
+                                   f"{', '.join(FILTERS)} (q: words the session holds); also offset, "
+                                   "limit, format")
             _, filters = self._filters(request)
             offset = _number(request, "offset", 0, 0, MAX_OFFSET, cap=True)
             limit = _number(request, "limit", PAGE_SIZE, 1, 1000)
@@ -608,6 +613,8 @@ CROSS_SITE = "query not run: the request came from a page of another site"
 FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent", "model", "service",
            "sort")
 """The list's and the API's filters (query parameters)."""
+API_SESSIONS_PARAMETERS = frozenset(FILTERS) | {"offset", "limit", "format", "token"}
+"""What ``/api/sessions`` takes; any other parameter is refused (400)."""
 STATUSES = ("complete", "failed", "unfinished")
 
 

@@ -774,13 +774,14 @@ def test_a_query_that_needs_too_much_memory_is_stopped_in_its_own_process(record
     ("limit=abc", "limit='abc': expected a whole number"),
     ("limit=0", "limit=0: expected 1 to 1000"),
     ("offset=-1", "offset=-1: expected 0 or more"),
+    ("text=paris", "unknown parameter 'text': the filters are type, collection,"),  # (q= is the text)
 ])
 def test_a_bad_filter_is_a_400_with_its_reason(view: str, query: str, reason: str) -> None:
     """``?type=bogus`` gave every session and ``?since=yesterday`` an empty list that read as "no
     sessions"; the CLI refuses such values, and so do the API and the list page now."""
     api = get(view + "/api/sessions?" + query)
     assert api.status_code == 400 and api.json()["error"].startswith(reason), api.text[:200]
-    if not query.startswith(("limit", "offset")):
+    if not query.startswith(("limit", "offset", "text")):
         page = get(view + "/?" + query)
         assert page.status_code == 400 and reason.split(":")[0] in html.unescape(page.text)
     assert get(view + "/api/sessions?type=agent&since=2026-01-01").status_code == 200
