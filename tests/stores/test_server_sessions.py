@@ -90,6 +90,14 @@ def settled(url: str, timeout: float = 60.0) -> None:
         store.close()
 
 
+def collections(url: str) -> list[str]:
+    store = opened(url)
+    try:
+        return TraceReader(store).collections()
+    finally:
+        store.close()
+
+
 def same(url: str, *, fresh: bool | None = None, **kw: Any) -> list[SessionRow]:
     """The listing and count from the index, and from the graph: equal (``fresh``: whether the reader
     must have computed some sessions itself, None: either)."""
@@ -97,6 +105,7 @@ def same(url: str, *, fresh: bool | None = None, **kw: Any) -> list[SessionRow]:
     try:
         indexed = TraceReader(store)
         listed = indexed.sessions(**kw)
+        names = indexed.collections()
         count = indexed.count_sessions(**{k: v for k, v in kw.items()
                                           if k in ("kind", "collection", "where")})
         listing = indexed.session_index()
@@ -106,6 +115,7 @@ def same(url: str, *, fresh: bool | None = None, **kw: Any) -> list[SessionRow]:
         graph = TraceReader(store)
         graph._no_index = True
         expected = graph.sessions(**kw)
+        assert names == graph.collections()
         expected_count = graph.count_sessions(**{k: v for k, v in kw.items()
                                                  if k in ("kind", "collection", "where")})
     finally:
@@ -164,15 +174,18 @@ def test_writers_keep_the_rows_as_sessions_come_and_go(server: SparqlServer, dat
     write(server.url, data)
     before = same(server.url)
     secret = token()
-    added = [one_agent_run(server.url, f"question {n} {secret if n == 11 else ''}") for n in range(12)]
+    added = [one_agent_run(server.url, f"question {n} {secret if n == 11 else ''}",
+                           collection=f"coll-{secret}" if n == 11 else "default") for n in range(12)]
     listed = same(server.url)  # at once: marked sessions are computed by the reader
     assert set(added) <= {r.id for r in listed} and len(listed) == len(before) + 12
     settled(server.url)
     assert [r.id for r in same(server.url, fresh=False, where=SessionFilter(text=secret))] == [added[11]]
-    assert in_index(server, secret) == 1  # the row holds the text the filter searches
-    # erased: the row goes with the session, in the same update
+    assert in_index(server, secret) == 2  # the row holds the text the filter searches (and the
+    assert f"coll-{secret}" in collections(server.url)  # registry of collections, its collection)
+    # erased: the row goes with the session, in the same update, and its collection's name
     assert main(["delete", added[11], "--store", server.url]) == 0
     assert in_index(server, secret) == 0
+    assert f"coll-{secret}" not in collections(server.url)
     settled(server.url)  # the deleting writer computed what it marked
     listed = same(server.url, fresh=False)
     assert added[11] not in {r.id for r in listed} and len(listed) == len(before) + 11

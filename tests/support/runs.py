@@ -246,14 +246,15 @@ def record_runs(path: Path) -> Runs:
     return Runs(path, agent, again, inserted, rethought, elsewhere, other, long, long_changed, *ids)
 
 
-def one_agent_run(store: str, question: str, answer: str | None = "done") -> str:
+def one_agent_run(store: str, question: str, answer: str | None = "done", collection: str = "default") -> str:
     """One agent session (a thought, a search and its observation, then ``answer``; None: it never
-    ends) exported to ``store`` (a directory or a server's URL) through the SDK: its Question's IRI."""
+    ends) in ``collection``, exported to ``store`` (a directory or a server's URL) through the SDK:
+    its Question's IRI."""
     exporter = ProvSpanExporter(store=store)
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     try:
-        with agent_session(question, tracer_provider=provider) as session:
+        with agent_session(question, collection=collection, tracer_provider=provider) as session:
             with session.iteration() as step:
                 step.thought(f"thinking about {question}")
                 step.action("search", {"q": question})
