@@ -464,8 +464,8 @@ class ServerListing:
     def count(self, query: SessionQuery) -> int:
         if query.sort != "time":
             query = replace(query, sort="time")  # the same count: one query for both
-        if query == SessionQuery():  # every session: the stamp's count (a page reads both)
-            return int(self.stamp().split("-")[0])
+        if query == SessionQuery() and self._stamp is not None:  # every session: the stamp's count
+            return int(self._stamp.split("-")[0])  # (read first by a page that reads both)
         if query not in self._counts:
             rows = self.store.select(f"SELECT (COUNT(?q) AS ?n) WHERE {{ {self._pattern(query)} }}")
             self._counts[query] = ((int(rows[0]["n"].value) if rows else 0)

@@ -231,13 +231,13 @@ class View:
         try:
             with self.store() as store:
                 reader = TraceReader(store)
-                total = reader.count_sessions(**filters)
+                stamp = reader.stamp()  # before what this page shows: live refresh starts from it
+                total = reader.count_sessions(**filters)  # (a server's index: every session's, the stamp's)
                 last = max(1, math.ceil(total / PAGE_SIZE))
                 page = min(max(page, 1), last)
                 shown = reader.sessions(**filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
                 all_count = total if not any(wanted.values()) else reader.count_sessions()
                 collections = reader.collections()
-                stamp = reader.stamp()  # of what this page shows: live refresh starts from it
         except StoreNotFound as exc:
             empty = dict.fromkeys(FILTERS, "")
             return self.page(request, "list.html", nav="sessions", missing=str(exc), rows=[], total=0,
