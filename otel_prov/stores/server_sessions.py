@@ -419,6 +419,10 @@ class ServerListing:
         quick) or more than :data:`HOUR_MOST` rows (a bulk load)."""
         hours = sorted((int(row["h"].value) for row in self.store.select(
             f"SELECT ?h WHERE {{ GRAPH {_G} {{ {_G} <{ROW}hasHour> ?h }} }}")), reverse=True)
+        low, high = _day(query.since, -1), _day(query.until, 2)
+        if low is not None or high is not None:  # only the hours of the range (none untimed)
+            hours = [h for h in hours if h >= 0 and (low is None or h >= hour_of(low))
+                     and (high is None or h <= hour_of(high))]
         found: list[tuple[int, str]] = []
         start, size = 0, 1
         while start < len(hours) and len(found) < most:

@@ -161,6 +161,13 @@ def test_every_filter_sort_and_page_lists_what_the_graph_lists(server: SparqlSer
             patch.setattr(server_sessions, "HOUR_MOST", hour_most)
             for offset in range(0, len(everything), 7):  # every page, down to the oldest hour's
                 same(server.url, fresh=False, limit=7, offset=offset)
+            times = sorted(r.time for r in everything if r.time)
+            for since, until in ((times[0][:10], times[0][:10]), (times[len(times) // 2], None),
+                                 (None, times[len(times) // 3]), (times[1], times[-2])):
+                window = SessionFilter(since=since, until=until)
+                passing = len(same(server.url, fresh=False, where=window))
+                for offset in (0, max(0, passing - 2)):  # the newest and the oldest of the range: only
+                    same(server.url, fresh=False, where=window, limit=3, offset=offset)  # its hours read
     # three sessions of each type marked (as a writer leaves them): computed by the reader in their place
     picked = [r.id for kind in sorted({r.type for r in everything})
               for r in [r for r in everything if r.type == kind][:3]]
