@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-import pyoxigraph
-
 from .errors import StoreError
 from .model import lifecycle as L
 from .model.iris import blob_iri, digest_of
@@ -38,7 +36,8 @@ from .stores import (
     open_for_writing,
     settle,
 )
-from .stores.base import BNODE, IRI, QuadTerms, Term
+from .stores.base import IRI, QuadTerms, Term
+from .stores.terms import to_ntriples
 
 SETTLE_TIMEOUT = 30.0
 """Seconds an erasure waits for another process to fold the store's log before it removes anything."""
@@ -284,16 +283,7 @@ def prune(spec: StoreSpec, older: timedelta, *, collection: str | None = None, b
     return Pruned(len(planned.erase), len(planned.held), rebuilt, more)
 
 
-def _nt(term: Term) -> str:
-    if term.kind == IRI:
-        return str(pyoxigraph.NamedNode(term.value))
-    if term.kind == BNODE:
-        return str(pyoxigraph.BlankNode(term.value))
-    if term.language:
-        return str(pyoxigraph.Literal(term.value, language=term.language))
-    if term.datatype:
-        return str(pyoxigraph.Literal(term.value, datatype=pyoxigraph.NamedNode(term.datatype)))
-    return str(pyoxigraph.Literal(term.value))
+_nt = to_ntriples
 
 
 def _as_quads(quads: list[QuadTerms]) -> list[Quad]:

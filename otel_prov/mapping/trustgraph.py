@@ -25,7 +25,16 @@ What it changes (everything else of the seed stays as it is, so otel-prov's own 
   ``<{session}/i{n}/thought/document>`` (a thought not captured makes no Thought);
 - the literals of TrustGraph's predicates are plain strings, as TrustGraph writes them: counts,
   tokens, durations and scores (``"8"``, not ``"8"^^xsd:integer``).  PROV's times keep their
-  ``xsd:dateTime`` (PROV-O's range).
+  ``xsd:dateTime`` (PROV-O's range);
+- a reranked DocRAG's Synthesis, which the seed derives from the session's Focus, is also
+  ``prov:wasDerivedFrom`` the Exploration the Focus selected from: TrustGraph's DocRAG has no Focus,
+  and its reader looks for the Synthesis after the Exploration;
+- a GraphRAG Focus's selected edge is an RDF 1.2 triple term, as TrustGraph records it:
+  ``tg:edge <<( s p o )>>`` in place of the seed's ``rdf:Statement`` node (which is left out).  Only
+  an edge stated as the span gave it: a statement the content policy cut, hashed or emptied, whose
+  text was redacted or stored by reference (a note on the node says so), or whose subject or
+  predicate is not an IRI (a triple term cannot hold it), stays the seed's statement, notes and all:
+  a triple term never states an edge the agent did not see.
 """
 
 from __future__ import annotations
@@ -33,7 +42,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ..model.iris import DOC_RAG_PREFIX, EXPLORATION_PREFIX, SYNTHESIS_PREFIX
+from ..model.iris import (
+    DOC_RAG_EXPLORATION_SUFFIX,
+    DOC_RAG_FOCUS_SUFFIX,
+    DOC_RAG_PREFIX,
+    EXPLORATION_PREFIX,
+    SYNTHESIS_PREFIX,
+)
 from ..model.quads import Quad
 from ..model.vocab import NT
 
@@ -59,6 +74,7 @@ _FINAL = re.compile(r"<urn:trustgraph:agent:([^/>]+)/final>")
 _TEXTS = frozenset({NT.tg_observation, NT.tg_answer, NT.tg_content})
 _TG_PREDICATE = "<" + _TG
 _TYPED = re.compile(r'("(?:[^"\\]|\\.)*")\^\^<[^>]*>')
+_PARTS = (NT.subject, NT.predicate, NT.object)
 
 
 def _bare(term: str) -> str:
@@ -89,6 +105,8 @@ def _same_session(subject: str, iteration: str) -> bool:
 
 def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
     """``quads`` (the seed profile's) in TrustGraph 2.11's layout (the module's docstring)."""
+    quads = list(quads)
+    edges = _triple_terms(quads)
     out: list[Quad] = []
     added: set[Quad] = set()
 
@@ -99,6 +117,11 @@ def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
             out.append(quad)
 
     for s, p, o, g in quads:
+        if s in edges:
+            continue  # a statement stated as a triple term (below)
+        if p == NT.tg_edge and o in edges:
+            add(s, p, edges[o], g)
+            continue
         if p.startswith(_TG_PREDICATE) and o.endswith(">") and o.startswith('"'):
             typed = _TYPED.fullmatch(o)
             if typed:
@@ -111,6 +134,13 @@ def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
             add(thought, NT.label, '"Thought"', g)
             add(thought, NT.wasDerivedFrom, s, g)
             _document(add, thought[1:-1], o, g)
+            continue
+        if (p == NT.wasDerivedFrom and _synthesis(_bare(s)) and o.startswith("<" + DOC_RAG_PREFIX)
+                and o.endswith(DOC_RAG_FOCUS_SUFFIX + ">")):
+            # a reranked DocRAG: TrustGraph's DocRAG has no Focus, its Synthesis derives from the
+            # Exploration (the Focus's, whose chunks the Focus selected)
+            add(s, p, o, g)
+            add(s, p, o[:-len(DOC_RAG_FOCUS_SUFFIX) - 1] + DOC_RAG_EXPLORATION_SUFFIX + ">", g)
             continue
         if p == NT.wasDerivedFrom:
             target = _ITERATION.fullmatch(o)
@@ -151,6 +181,30 @@ def to_trustgraph(quads: Iterable[Quad]) -> list[Quad]:
             else:
                 continue
             _document(add, holder, o, g)
+    return out
+
+
+def _triple_terms(quads: list[Quad]) -> dict[str, str]:
+    """The statements of selected edges (``tg:edge``'s objects) that are the edge as the span gave
+    it, and each one's triple term ``<<( s p o )>>``: typed ``rdf:Statement``, one IRI subject, one IRI
+    predicate and one object, and nothing else said of it (a note of the content policy, a
+    redaction or a blob is on the node when its text is not the plain one)."""
+    statements = {o for _, p, o, _ in quads if p == NT.tg_edge and o.startswith("<")}
+    if not statements:
+        return {}
+    said: dict[str, dict[str, set[str]]] = {}
+    for s, p, o, _ in quads:
+        if s in statements:
+            said.setdefault(s, {}).setdefault(p, set()).add(o)
+    out = {}
+    for statement, props in said.items():
+        parts = [props.get(p, set()) for p in _PARTS]
+        if (set(props) != {NT.type, *_PARTS} or props[NT.type] != {NT.Statement}
+                or any(len(values) != 1 for values in parts)):
+            continue
+        subject, predicate, obj = (next(iter(values)) for values in parts)
+        if subject.startswith("<") and predicate.startswith("<") and not obj.startswith("_:"):
+            out[statement] = f"<<( {subject} {predicate} {obj} )>>"
     return out
 
 

@@ -1,11 +1,17 @@
 """Quads: 4-tuples of N-Triples terms (:mod:`.terms`), as the mapping makes them; N-Quads text, which
-is what every store reads fastest; and an ``rdflib.Dataset`` made from that text."""
+is what every store reads fastest; and an ``rdflib.Dataset`` made from that text.
+
+RDF 1.2 triple terms (``<<( s p o )>>``: profile ``trustgraph``'s selected edges) go to every store
+as they are; rdflib and JSON-LD have none, and get each in its RDF 1.1 form (:func:`classic`)."""
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
+import pyoxigraph
 import rdflib
 
 from .vocab import PREFIXES
@@ -45,9 +51,63 @@ def nquads(quads: Sequence[Quad]) -> bytes:
     return (" .\n".join(map(" ".join, quads)) + " .\n").encode("utf-8")
 
 
+TRIPLE_PREFIX = "urn:otel-prov:triple:"
+"""The IRIs of triple terms in their RDF 1.1 form (:func:`classic`)."""
+_RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+_STATEMENT = pyoxigraph.NamedNode(_RDF + "Statement")
+_TYPE = pyoxigraph.NamedNode(_RDF + "type")
+_PARTS = tuple(pyoxigraph.NamedNode(_RDF + name) for name in ("subject", "predicate", "object"))
+
+
+def classic(items: Iterable[Any]) -> Iterator[Any]:
+    """pyoxigraph quads (or triples) with each triple term in RDF 1.1's form, for the formats and
+    libraries that have none (rdflib, JSON-LD 1.1): ``x p <<( s p2 o )>>`` becomes ``x p <N>``, ``N a
+    rdf:Statement ; rdf:subject s ; rdf:predicate p2 ; rdf:object o`` (RDF's reification, which
+    asserts no more than the triple term does).  ``N`` is ``urn:otel-prov:triple:`` and the SHA-256
+    of the quad's subject, predicate and triple term: the same text gives the same node (loading
+    twice adds nothing), and two quads naming the same triple get a node each (removing one leaves
+    the other's whole)."""
+    for item in items:
+        o = item.object
+        if not isinstance(o, pyoxigraph.Triple):
+            yield item
+            continue
+        graph = getattr(item, "graph_name", None)
+        digest = hashlib.sha256(f"{item.subject} {item.predicate} {o}".encode()).hexdigest()
+        node = pyoxigraph.NamedNode(TRIPLE_PREFIX + digest)
+        yield _made(item.subject, item.predicate, node, graph)
+        yield _made(node, _TYPE, _STATEMENT, graph)
+        yield from classic(_made(node, part, value, graph)
+                           for part, value in zip(_PARTS, (o.subject, o.predicate, o.object), strict=True))
+
+
+def _made(s: Any, p: Any, o: Any, graph: Any) -> Any:
+    """A triple (``graph`` None) or a quad."""
+    return pyoxigraph.Triple(s, p, o) if graph is None else pyoxigraph.Quad(s, p, o, graph)
+
+
+def classic_nquads(data: bytes) -> bytes:
+    """N-Quads text with its triple terms in RDF 1.1's form (:func:`classic`)."""
+    if b"<<(" not in data:
+        return data
+    quads = pyoxigraph.parse(data, format=pyoxigraph.RdfFormat.N_QUADS)
+    return pyoxigraph.serialize(classic(quads), format=pyoxigraph.RdfFormat.N_QUADS) or b""
+
+
+def classic_quads(quads: Sequence[Quad]) -> Sequence[Quad]:
+    """Quads with their triple terms in RDF 1.1's form (:func:`classic`)."""
+    if not any(o.startswith("<<(") for _, _, o, _ in quads):
+        return quads
+    parsed = pyoxigraph.parse(classic_nquads(nquads(quads)), format=pyoxigraph.RdfFormat.N_QUADS)
+    return [(str(q.subject), str(q.predicate), str(q.object),
+             "" if isinstance(q.graph_name, pyoxigraph.DefaultGraph) else str(q.graph_name)) for q in parsed]
+
+
 def parse_nquads(ds: rdflib.Dataset, data: bytes) -> None:
-    """``ds.parse`` of N-Quads, without the DeprecationWarnings rdflib 7.6 raises from its own code
-    (ConjunctiveGraph, default_context): they are not the caller's to fix."""
+    """``ds.parse`` of N-Quads (triple terms in RDF 1.1's form: :func:`classic`), without the
+    DeprecationWarnings rdflib 7.6 raises from its own code (ConjunctiveGraph, default_context): they
+    are not the caller's to fix."""
+    data = classic_nquads(data)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, module="rdflib")
         ds.parse(data=data.decode("utf-8"), format="nquads")

@@ -14,7 +14,7 @@ from rdflib.namespace import PROV
 
 from ..model.iris import BLOB_PREFIX, edge_index, iteration_of
 from ..model.vocab import OTELPROV, TG
-from ..stores.base import Term
+from ..stores.base import TRIPLE, Term
 from .model import (
     AGENT,
     DOC_RAG,
@@ -90,6 +90,21 @@ def _is_step(props: Props) -> bool:
     if types & {str(PROV.Agent), str(PROV.SoftwareAgent)}:
         return False
     return not (types and types <= {str(PROV.Activity)})
+
+
+def _edge(selection: Props, props: dict[str, Props]) -> tuple[str, str, str] | None:
+    """A selected edge's ``(s, p, o)``: its triple term (profile ``trustgraph``), or the parts of its
+    ``rdf:Statement`` (None when one is missing: not captured)."""
+    found = selection.get(str(TG.edge), [])
+    if not found:
+        return None
+    term = found[0]
+    if term.kind == TRIPLE and term.parts is not None:
+        s, p, o = term.parts
+        return s.value, p.value, o.value
+    st = props.get(term.value, {})
+    parts = (first(st, RDF.subject), first(st, RDF.predicate), first(st, RDF.object))
+    return (parts[0] or "", parts[1] or "", parts[2] or "") if all(x is not None for x in parts) else None
 
 
 def build_trace(question: str, triples: Iterable[TraceTriple]) -> Trace:
@@ -222,10 +237,7 @@ def _step(iri: str, node: Props, props: dict[str, Props]) -> TraceStep:
     step = TraceStep(iri, kind_of(node), values, iteration_of(iri))
     for selection in sorted(o.value for o in node.get(str(TG.selectedEdge), [])):
         sel = props.get(selection, {})
-        statement = first(sel, TG.edge)
-        st = props.get(statement or "", {})
-        parts = (first(st, RDF.subject), first(st, RDF.predicate), first(st, RDF.object))
-        edge = (parts[0] or "", parts[1] or "", parts[2] or "") if all(x is not None for x in parts) else None
+        edge = _edge(sel, props)
         step.edges.append(SelectedEdge(selection, edge, first(sel, TG.reasoning)))
     step.edges.sort(key=lambda e: _edge_order(e.iri))
     for selection in sorted(o.value for o in node.get(str(OTELPROV.chunkSelection), [])):

@@ -29,7 +29,7 @@ from rdflib.namespace import PROV
 
 from ..model.iris import ACTIVITY_SUFFIX, SESSION_SUFFIX
 from ..model.vocab import OTELPROV, TG
-from ..stores.base import IRI
+from ..stores.base import IRI, TRIPLE
 from .build import TraceTriple, content_text, index, types_of
 from .graph import prov_graph
 from .model import Trace, local_name
@@ -41,14 +41,16 @@ QUALIFIED_TARGETS = (str(PROV.entity), str(PROV.activity), str(PROV.agent))
 ANSWERS = (str(TG.answer), str(TG.content))
 """The properties of a session's answer (an agent's Conclusion, a RAG query's Synthesis)."""
 QUESTION = str(TG.query)
+_EDGE = str(TG.edge)
 RAN = "ran"
 """The relation shown from a step to a sub-trace it ran."""
 TRACE_ID, SPAN_ID, LINKED_SPAN = str(OTELPROV.traceId), str(OTELPROV.spanId), str(OTELPROV.linkedSpan)
 _ACTIVITY_SUFFIXES = (ACTIVITY_SUFFIX, SESSION_SUFFIX)
 DETAIL = (str(TG.query), str(TG.thought), str(TG.action), str(TG.arguments), str(TG.observation),
-          str(TG.answer), str(TG.content), str(TG.reasoning), str(TG.selectedChunk),
+          str(TG.answer), str(TG.content), str(TG.reasoning), str(TG.edge), str(TG.selectedChunk),
           str(RDF.subject), str(RDF.predicate), str(RDF.object), LINKED_SPAN)
-"""The values a node of the tree shows, in this order (each a node's own literal or IRI)."""
+"""The values a node of the tree shows, in this order (each a node's own literal or IRI; of
+``tg:edge``, a triple term only: a statement node is a node of the tree)."""
 
 
 @dataclass
@@ -172,7 +174,8 @@ class Lineage:
 
     def values(self, iri: str) -> list[tuple[str, str]]:
         by_p = self.props.get(iri, {})
-        said = ((local_name(p), content_text(term, self.props)) for p in DETAIL for term in by_p.get(p, []))
+        said = ((local_name(p), content_text(term, self.props)) for p in DETAIL for term in by_p.get(p, [])
+                if p != _EDGE or term.kind == TRIPLE)
         return [(name, text) for name, text in said if text is not None]
 
     def tree(self, start: str, *, forward: bool = False, depth: int | None = None) -> LineageNode:

@@ -16,7 +16,6 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import pyoxigraph
@@ -26,7 +25,8 @@ from ..model.iris import digest_of, seal_iri
 from ..model.quads import Quad
 from ..model.terms import datetime_from_ns, integer, iri, literal
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS, OTELPROV
-from ..stores.base import BNODE, IRI, LITERAL, ReadStore, Term, Triple
+from ..stores.base import ReadStore, Triple
+from ..stores.terms import to_oxigraph
 from .model import epoch_ns
 
 ALGORITHM = "RDFC-1.0/SHA-256"
@@ -41,26 +41,6 @@ STATUSES = (INTACT, CHANGED, REMOVED, UNSEALED, UNSIGNED, BAD_SIGNATURE)
 """What ``verify`` finds of a session: its graph is as sealed; it changed; it is gone; it has no seal
 (recorded after the last seal); its latest seal lacks the HMAC or signature a key was given for; or
 that HMAC or signature does not match the key."""
-
-
-def to_oxigraph(term: Term) -> Any:
-    """A term read back as a pyoxigraph term again (a blank node keeps its label)."""
-    if term.kind == IRI:
-        return _named_node(term.value)
-    if term.kind == BNODE:
-        return pyoxigraph.BlankNode(term.value)
-    if term.kind != LITERAL:
-        raise ValueError(f"unexpected term: {term!r}")
-    if term.language is not None:
-        return pyoxigraph.Literal(term.value, language=term.language)
-    if term.datatype is not None:
-        return pyoxigraph.Literal(term.value, datatype=_named_node(term.datatype))
-    return pyoxigraph.Literal(term.value)
-
-
-@lru_cache(maxsize=65536)
-def _named_node(value: str) -> pyoxigraph.NamedNode:
-    return pyoxigraph.NamedNode(value)
 
 
 def canonical_nquads(triples: Iterable[Triple]) -> bytes:

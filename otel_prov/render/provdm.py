@@ -21,7 +21,7 @@ from rdflib.namespace import PROV
 
 from ..model import iris
 from ..model.vocab import PREFIXES
-from ..stores.base import BNODE, IRI, LITERAL, Term, Triple
+from ..stores.base import BNODE, IRI, LITERAL, TRIPLE, Term, Triple
 
 ENTITY, ACTIVITY, AGENT = "entity", "activity", "agent"
 """The three kinds of PROV element, each a statement of PROV-N (``entity(...)``)."""
@@ -262,7 +262,8 @@ class _Reader:
                 self._qualified(subject, _BY_QUALIFIED[predicate], o, own)
             elif predicate in _ACTIVITY_TIMES or predicate in _ENTITY_TIMES:
                 self._time(subject, kinds, p, o, times, unsaid)
-            elif element and o.kind != BNODE and (predicate in _ATTRIBUTES or not predicate.startswith(_P)):
+            elif element and o.kind not in (BNODE, TRIPLE) and (
+                    predicate in _ATTRIBUTES or not predicate.startswith(_P)):
                 attributes.append((_ATTRIBUTES.get(predicate, predicate), o))
             else:
                 unsaid.append((p, o))
@@ -313,7 +314,7 @@ class _Reader:
                 continue  # the relation's own class (prov:Association, prov:Influence, ...)
             elif predicate == _HAD_ROLE and o.kind == IRI:
                 attributes.append((str(PROV_DM.role), o))
-            elif o.kind != BNODE and (predicate in _ATTRIBUTES or not predicate.startswith(_P)):
+            elif o.kind not in (BNODE, TRIPLE) and (predicate in _ATTRIBUTES or not predicate.startswith(_P)):
                 attributes.append((_ATTRIBUTES.get(predicate, predicate), o))
             else:
                 problem = problem or f"{_short(kind.qualified or '')} with {_short(predicate)}"

@@ -1,5 +1,6 @@
 """RDF: a trace's triples as Turtle (``show --format turtle``), and any quads or triples in the
-formats of ``export`` -- serialized by pyoxigraph from the read side's plain terms."""
+formats of ``export`` -- serialized by pyoxigraph from the read side's plain terms.  JSON-LD 1.1 has
+no triple terms: it gets each in RDF 1.1's form (:func:`~otel_prov.model.quads.classic`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import IO, Any
 
 import pyoxigraph
 
+from ..model.quads import classic
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from ..read.build import TraceTriple
-from ..stores.base import BNODE, IRI, QuadTerms, Term, Triple
+from ..stores.base import QuadTerms, Triple
+from ..stores.terms import to_oxigraph
 
 EXPORT_FORMATS = {
     "turtle": pyoxigraph.RdfFormat.TURTLE,
@@ -21,17 +24,7 @@ EXPORT_FORMATS = {
 """``export``'s formats; those without named graphs (Turtle) get the triples."""
 
 
-def node(term: Term) -> Any:
-    """A term as pyoxigraph's."""
-    if term.kind == IRI:
-        return pyoxigraph.NamedNode(term.value)
-    if term.kind == BNODE:
-        return pyoxigraph.BlankNode(term.value)
-    if term.language is not None:
-        return pyoxigraph.Literal(term.value, language=term.language)
-    if term.datatype is not None:
-        return pyoxigraph.Literal(term.value, datatype=pyoxigraph.NamedNode(term.datatype))
-    return pyoxigraph.Literal(term.value)
+node = to_oxigraph
 
 
 def triples_turtle(triples: Iterable[TraceTriple]) -> str:
@@ -49,7 +42,10 @@ def triples_in_graph(triples: Iterable[TraceTriple], fmt: str) -> str:
     graph = pyoxigraph.NamedNode(GRAPH_RETRIEVAL)
     items = sorted((pyoxigraph.Quad(pyoxigraph.NamedNode(s), pyoxigraph.NamedNode(p), node(o), graph)
                     for s, p, o in triples), key=str)
-    text = (pyoxigraph.serialize(items, format=EXPORT_FORMATS[fmt], prefixes=PREFIXES) or b"").decode()
+    rdf_format = EXPORT_FORMATS[fmt]
+    if rdf_format == pyoxigraph.RdfFormat.JSON_LD:
+        items = sorted(classic(items), key=str)
+    text = (pyoxigraph.serialize(items, format=rdf_format, prefixes=PREFIXES) or b"").decode()
     return text if not text or text.endswith("\n") else text + "\n"  # JSON-LD ends without one
 
 
@@ -62,6 +58,8 @@ def graph_text(triples: Iterable[Triple], fmt: str) -> bytes:
     (the same text whatever order the store gave them in)."""
     items = sorted((pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o in triples), key=str)
     rdf_format = GRAPH_FORMATS[fmt]
+    if rdf_format == pyoxigraph.RdfFormat.JSON_LD:
+        items = sorted(classic(items), key=str)
     data = pyoxigraph.serialize(items, format=rdf_format, prefixes=PREFIXES) or b""
     return data if not data or data.endswith(b"\n") else data + b"\n"  # JSON-LD ends without one
 
@@ -74,6 +72,8 @@ def write_quads(quads: Iterable[QuadTerms], fmt: str, output: IO[bytes]) -> None
         items = (pyoxigraph.Quad(node(s), node(p), node(o), node(g)) for s, p, o, g in quads)
     else:
         items = (pyoxigraph.Triple(node(s), node(p), node(o)) for s, p, o, _ in quads)
+    if rdf_format == pyoxigraph.RdfFormat.JSON_LD:
+        items = classic(items)
     pyoxigraph.serialize(items, output, rdf_format, prefixes=PREFIXES)
     if rdf_format == pyoxigraph.RdfFormat.JSON_LD:
         output.write(b"\n")  # the only format pyoxigraph ends without a newline

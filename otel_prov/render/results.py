@@ -9,7 +9,7 @@ import io
 import json
 from typing import Any
 
-from ..stores.base import BNODE, IRI, QueryResult, Term
+from ..stores.base import BNODE, IRI, TRIPLE, QueryResult, Term
 from .rdf import graph_text
 from .text import table_lines, visible
 
@@ -50,6 +50,9 @@ def _binding(term: Term) -> dict[str, Any]:
         return {"type": "uri", "value": term.value}
     if term.kind == BNODE:
         return {"type": "bnode", "value": term.value}
+    if term.kind == TRIPLE and term.parts is not None:  # SPARQL 1.2's form
+        s, p, o = map(_binding, term.parts)
+        return {"type": "triple", "value": {"subject": s, "predicate": p, "object": o}}
     out: dict[str, Any] = {"type": "literal", "value": term.value}
     if term.language is not None:
         out["xml:lang"] = term.language
@@ -59,7 +62,7 @@ def _binding(term: Term) -> dict[str, Any]:
 
 
 def _json(result: QueryResult) -> str:
-    """SPARQL 1.1 Query Results JSON Format."""
+    """SPARQL 1.1 Query Results JSON Format (SPARQL 1.2's for a triple term)."""
     bindings = [{name: _binding(row[name]) for name in result.variables if name in row}
                 for row in result.rows]
     document = {"head": {"vars": result.variables}, "results": {"bindings": bindings}}

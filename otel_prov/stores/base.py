@@ -19,7 +19,7 @@ import rdflib
 
 from ..model.quads import Quad
 
-IRI, LITERAL, BNODE = "iri", "literal", "bnode"
+IRI, LITERAL, BNODE, TRIPLE = "iri", "literal", "bnode", "triple"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +27,16 @@ class Term:
     """An RDF term read back from a store."""
 
     kind: str
-    """:data:`IRI`, :data:`LITERAL` or :data:`BNODE`."""
+    """:data:`IRI`, :data:`LITERAL`, :data:`BNODE` or :data:`TRIPLE` (an RDF 1.2 triple term: profile
+    ``trustgraph``'s selected edges)."""
     value: str
-    """The IRI, the literal's lexical form, or the blank node's label."""
+    """The IRI, the literal's lexical form, the blank node's label, or the triple term in N-Triples
+    (``<<( <s> <p> "o" )>>``)."""
     datatype: str | None = None
     """A literal's datatype IRI (None for a plain string or a language-tagged literal)."""
     language: str | None = None
+    parts: tuple[Term, Term, Term] | None = None
+    """A triple term's subject, predicate and object."""
 
     @property
     def is_iri(self) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import rdflib
 
-from ..model.quads import Quad, delete_data, parse_nquads
+from ..model.quads import Quad, classic_quads, delete_data, parse_nquads
 from ..model.vocab import GRAPH_RETRIEVAL
 
 
@@ -26,7 +26,7 @@ class DatasetStore:
     def remove(self, quads: Sequence[Quad]) -> None:
         if quads:
             with self._lock:
-                self.dataset.update(delete_data(quads))
+                self.dataset.update(delete_data(classic_quads(quads)))
 
     def dump(self, fmt: str) -> bytes:
         with self._lock:

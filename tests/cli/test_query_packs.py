@@ -32,7 +32,7 @@ INTEROP = "interop"
 queries and conversations as their own packages record them, mapped as ``serve`` maps them."""
 
 
-@pytest.fixture(scope="module", params=["seed", "strict", INTEROP])
+@pytest.fixture(scope="module", params=["seed", "strict", "trustgraph", INTEROP])
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp(f"packs-{request.param}") / "store"
     if request.param == INTEROP:

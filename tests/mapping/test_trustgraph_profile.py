@@ -27,7 +27,7 @@ from otel_prov.mapping.trustgraph import to_trustgraph
 from otel_prov.read.model import SessionFilter
 from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, parse_store, sessions
-from otel_prov.stores.base import IRI, LITERAL
+from otel_prov.stores.base import IRI, LITERAL, TRIPLE
 from tests.support.genai import S, make
 from tests.support.procs import in_ci
 
@@ -115,9 +115,11 @@ def _read_back(spec: Any) -> tuple[ox.Store, list[str]]:
     finally:
         opened.close()
 
-    def term(t: Any) -> ox.NamedNode | ox.Literal:
+    def term(t: Any) -> ox.NamedNode | ox.Literal | ox.Triple:
         if t.kind == IRI:
             return ox.NamedNode(t.value)
+        if t.kind == TRIPLE:  # a selected edge
+            return ox.Triple(*map(term, t.parts))
         assert t.kind == LITERAL, t
         if t.language:
             return ox.Literal(t.value, language=t.language)
@@ -199,6 +201,12 @@ def test_rag_flow_read_to_the_end(flows: dict[str, Any], kind: str) -> None:
         assert sorted((e.uri, e.reasoning) for e in focus.edge_selections) == sorted(
             (e.iri, e.reasoning) for e in steps["Focus"].edges)
         assert len(focus.edge_selections) > 0
+        # each edge read from its triple term (TrustGraph reads no other form): the edge the example
+        # selected, as our reader reads it too
+        selected = sorted(tuple(edge) for edge in flows["results"][kind].selected)
+        assert sorted((e.edge["s"], e.edge["p"], e.edge["o"]) for e in focus.edge_selections if e.edge) \
+            == sorted(e.edge for e in steps["Focus"].edges if e.edge) == selected
+        assert not any(line.endswith("#Statement> <urn:graph:retrieval> .") for line in flows["lines"])
     else:
         assert exploration.chunk_count == int(steps["Exploration"].value("chunkCount") or -1) > 0
     synthesis = trace["synthesis"]
@@ -404,3 +412,141 @@ def test_delete_takes_the_documents(tmp_path: Path) -> None:
     assert not [line for line in lines if "/document" in line and agent.uri in line]
     kept = results["graphrag"].answer
     assert sum(kept in line for line in lines) == 2  # the Synthesis's tg:content and its document's
+
+
+_EDGES = [
+    (["urn:x:Paris", "urn:x:mayor", "Anne, anne.hidalgo@example.org"], "the mayor's contact"),
+    (["urn:x:Paris", "urn:x:population", "2.1 million people living in the twenty arrondissements"], "size"),
+    (["Paris", "urn:x:capitalOf", "urn:x:France"], "a subject given as a name, no IRI"),
+    (["urn:x:Paris", "urn:x:river", "urn:x:Seine"], "plain"),
+]
+
+
+def _focus_session(**options: Any) -> ox.Store:
+    """A GraphRAG session with the edges of :data:`_EDGES` selected, exported with profile
+    ``trustgraph`` (and ``options``: a content policy, redaction) into a memory store."""
+    exporter = ProvSpanExporter(store="memory:", profile="trustgraph", **options)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from otel_prov import graph_rag_session
+
+    with graph_rag_session("What of Paris?", tracer_provider=provider) as session:
+        session.exploration([edge for edge, _ in _EDGES])
+        session.focus(_EDGES)
+        session.synthesis("Paris.")
+    assert exporter.force_flush()
+    data = exporter.store.dump("nquads")
+    provider.shutdown()
+    store = ox.Store()
+    store.load(data, format=ox.RdfFormat.N_QUADS)
+    return store
+
+
+def _edges_of(store: ox.Store) -> dict[str, Any]:
+    """Each edge selection's reasoning -> TrustGraph's reader's ``edge`` of it."""
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    (question,) = client.list_sessions()
+    focus = client.fetch_graphrag_trace(question.uri)["focus"]
+    return {e.reasoning: e.edge for e in focus.edge_selections}
+
+
+def test_an_edge_not_as_the_span_gave_it_is_no_triple_term() -> None:
+    """A triple term states an edge: only one whose parts are the span's own becomes one.  A part
+    redacted, or cut by the content policy, or a subject that is no IRI keeps the seed's statement
+    (its notes with it), and TrustGraph's reader has no edge for it: not captured."""
+    plain = ("urn:x:Paris", "urn:x:river", "urn:x:Seine")
+    as_given = _edges_of(_focus_session())
+    assert as_given["plain"] == dict(zip("spo", plain, strict=True))
+    assert as_given["the mayor's contact"]["o"] == "Anne, anne.hidalgo@example.org"
+    assert as_given["a subject given as a name, no IRI"] is None  # "Paris" is a literal: no triple term
+    policed = _focus_session(content_policy="retrieval=truncate:20", redact="email")
+    edges = _edges_of(policed)
+    assert edges["plain"] == as_given["plain"]
+    assert edges["the mayor's contact"] is None and edges["size"] is None
+    notes = {q.predicate.value.rsplit("#", 1)[-1] for q in policed
+             if q.subject.value.endswith("/triple") and not q.predicate.value.startswith(str(ox.NamedNode(
+                 "http://www.w3.org/1999/02/22-rdf-syntax-ns#").value))}
+    assert {"redactions", "truncatedFrom", "contentPolicy"} <= notes
+    assert not any("anne.hidalgo" in str(q) for q in policed)
+
+
+def test_triple_terms_where_rdf_12_is_not_spoken(flows: dict[str, Any], tmp_path: Path) -> None:
+    """JSON-LD and rdflib have no triple terms: they get each selected edge in RDF 1.1's form, a
+    ``rdf:Statement`` node with the edge's parts; a user's rdflib Dataset takes them as a store."""
+    import rdflib
+
+    from otel_prov import spans_to_dataset
+    from otel_prov.cli.app import main
+
+    selected = sorted(tuple(edge) for edge in flows["results"]["graphrag"].selected)
+
+    def statements(ds: rdflib.Dataset) -> list[tuple[str, ...]]:
+        """The edges ``tg:edge`` points to, each read from its statement's parts."""
+        edge, rdf = rdflib.URIRef("https://trustgraph.ai/ns/edge"), rdflib.RDF
+        nodes = {o for _, _, o, _ in ds.quads((None, edge, None, None))}
+        return sorted(tuple(str(o) for part in (rdf.subject, rdf.predicate, rdf.object)
+                            for _, _, o, _ in ds.quads((node, part, None, None))) for node in nodes)
+
+    out = tmp_path / "store.jsonld"
+    assert main(["export", "--store", str(flows["spec"].location), "--format", "jsonld", "-o", str(out)]) == 0
+    exported = rdflib.Dataset()
+    exported.parse(out, format="json-ld")
+    assert statements(exported) == selected
+    spans: list[Any] = []
+
+    class Keep:
+        def export(self, batch: Any) -> SpanExportResult:
+            spans.extend(batch)
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            pass
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Keep()))  # type: ignore[arg-type]
+    graph_rag(tracer_provider=provider)
+    assert statements(spans_to_dataset(spans, profile="trustgraph")) == selected
+    mine = rdflib.Dataset()
+    exporter = ProvSpanExporter(store=mine, profile="trustgraph")
+    assert exporter.export(spans) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    assert statements(mine) == selected
+
+
+def test_a_reranked_docrag_is_read_to_its_synthesis(tmp_path: Path) -> None:
+    """A DocRAG whose reranker selected chunks (a Focus, which TrustGraph's DocRAG has not): its
+    Synthesis is also derived from the Exploration, so TrustGraph's reader reaches it; ours shows the
+    Focus between them, as in the seed."""
+    docs = [{"id": f"doc-{n:02d}", "content": f"text {n}", "score": round(1 - n / 20, 2)} for n in range(12)]
+    rerank: dict[str, Any] = {"openinference.span.kind": "RERANKER", "reranker.query": "warm cities"}
+    for n, d in enumerate(docs[:3]):
+        rerank |= {f"reranker.output_documents.{n}.document.id": d["id"],
+                   f"reranker.output_documents.{n}.document.score": d["score"]}
+
+    def messages(role: str, text: str) -> str:
+        return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+    spans = make(S("invoke_agent finder", 0, 100, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "finder",
+        "gen_ai.input.messages": messages("user", "warm cities"),
+        "gen_ai.output.messages": messages("assistant", "Three are warm.")}, [
+        S("retrieval docs", 10, 20, {"gen_ai.operation.name": "retrieval",
+                                     "gen_ai.retrieval.query.text": "warm cities",
+                                     "gen_ai.retrieval.documents": json.dumps(docs)}),
+        S("rerank", 20, 30, rerank),
+        S("chat", 40, 90, {"gen_ai.operation.name": "chat",
+                           "gen_ai.output.messages": messages("assistant", "Three are warm.")},
+          kind=SpanKind.CLIENT)]))
+    exporter = ProvSpanExporter(store=f"oxigraph:{tmp_path / 'store'}", profile="trustgraph")
+    assert exporter.export(spans) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    spec = parse_store(f"oxigraph:{tmp_path / 'store'}")
+    store, _ = _read_back(spec)
+    client = _explainability().ExplainabilityClient(TriplesFlow(store), retry_delay=0, max_retries=2)
+    (question,) = client.list_sessions()
+    trace = client.fetch_docrag_trace(question.uri)
+    assert trace["exploration"] is not None and trace["synthesis"] is not None
+    assert _document({"store": store}, trace["synthesis"]) == "Three are warm."
+    ours = _ours({"spec": spec}, question.uri)
+    assert [s.kind for s in ours.steps] == ["Grounding", "Exploration", "Focus", "Synthesis"]
+    assert ours.steps[-1].value("content") == "Three are warm."

@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from otel_prov import ProvSpanExporter
 from otel_prov.cli.app import main
+from otel_prov.examples.rag import graph_rag
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
 from otel_prov.read.model import SessionFilter, SessionRow
 from otel_prov.read.reader import TraceReader
@@ -266,3 +270,34 @@ def test_racing_writers_never_leave_an_older_row_unmarked(server: SparqlServer, 
         b.close()
     listed = {r.id: r.question for r in same(server.url, fresh=False)}
     assert listed[first] == "the race's question, asked again"
+
+
+def test_trustgraph_edges_are_triple_terms_on_the_server(server: SparqlServer, capsys: Any) -> None:
+    """Profile ``trustgraph`` writes a GraphRAG Focus's selected edges as RDF 1.2 triple terms: the
+    server takes them, gives them back (SPARQL 1.2's results) as the edges the example selected, and
+    an erasure removes them with their session (its update names them)."""
+    server.clear()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ProvSpanExporter(store=server.url, profile="trustgraph")))
+    result = graph_rag(tracer_provider=provider)
+    provider.shutdown()
+    terms = "ASK { GRAPH ?g { ?s <https://trustgraph.ai/ns/edge> ?o FILTER(isTRIPLE(?o)) } }"
+    store = opened(server.url)
+    try:
+        trace, _ = TraceReader(store).trace(result.explain_id)
+        assert sorted(e.edge for step in trace.steps for e in step.edges if e.edge) == sorted(
+            map(tuple, result.selected)) != []
+        assert store.ask(terms)
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["show", result.explain_id, "--store", server.url]) == 0
+    shown = "(" + ", ".join(part.rsplit("/", 1)[-1] for part in result.selected[0]) + ")"
+    assert shown in capsys.readouterr().out  # "(Seine, flowsThrough, Paris)"
+    assert main(["delete", result.explain_id, "--store", server.url]) == 0
+    store = opened(server.url)
+    try:
+        assert not store.ask(terms)
+        assert not store.ask("ASK { GRAPH ?g { ?s <https://trustgraph.ai/ns/selectedEdge> ?o } }")
+    finally:
+        store.close()
