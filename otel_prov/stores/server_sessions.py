@@ -81,6 +81,10 @@ HOURS_MOST = 4
 """The most hours a listing by time reads in one query (after the newest hour's)."""
 IDLE_SWEEP = 5.0
 """Seconds between two looks of an idle writer for marks other writers left."""
+LEFT_AFTER = 30.0
+"""Seconds after which an idle writer takes another writer's mark as left (its writer stopped, or is
+far behind): younger ones are their writers' to compute.  Two writers computing the same sessions
+halved the ingest of two ``serve`` receivers (bench_remote.py)."""
 
 
 class _Store(ReadStore, Protocol):
@@ -114,7 +118,15 @@ def erasing(keys: Iterable[str], stamp: str) -> str:
 
 
 def new_stamp() -> str:
-    return uuid.uuid4().hex
+    """A write's stamp: ``t``, its time (nanoseconds, 20 digits: the texts sort as the times), and a
+    UUID."""
+    return f"t{time.time_ns():020d}-{uuid.uuid4().hex}"
+
+
+def _before(ns: int) -> str:
+    """The filter of marks made before ``ns`` (a mark of an index build, or of no time, at any time)."""
+    return f'FILTER(!STRSTARTS(?s, "t") || ?s < "t{ns:020d}")'
+
 
 
 # -- computing rows (a writer) ---------------------------------------------------------------------
@@ -143,24 +155,30 @@ def build(store: _Store) -> bool:
 
 
 def marked(store: ReadStore, keys: Sequence[str] | None = None,
-           most: int = WRITER_BATCH) -> dict[str, set[str]]:
-    """Key -> its marks' stamps, of ``keys`` (None: any marked, at most ``most`` keys)."""
+           most: int = WRITER_BATCH, before: int | None = None) -> dict[str, set[str]]:
+    """Key -> its marks' stamps, of ``keys`` (None: any marked, at most ``most`` keys; ``before``: with
+    a mark made before that time, in nanoseconds)."""
     only = "" if keys is None else "VALUES ?k { " + " ".join(f"<{k}>" for k in keys) + " } "
     found: dict[str, set[str]] = {}
     page = "" if keys is not None else f" LIMIT {int(most) * 4}"
-    for row in store.select(f"SELECT ?k ?s WHERE {{ GRAPH {_G} {{ {only}?k {_DIRTY} ?s }} }}{page}"):
+    old = "" if before is None else _before(before)
+    for row in store.select(f"SELECT ?k ?s WHERE {{ GRAPH {_G} {{ {only}?k {_DIRTY} ?s {old} }} }}{page}"):
         key = row["k"].value
         if key in found or len(found) < most or keys is not None:
             found.setdefault(key, set()).add(row["s"].value)
     return found
 
 
-def sweep(store: _Store, keys: Sequence[str] | None = None) -> int:
-    """Compute and store the rows of the sessions marked (of ``keys``; None: any), one batch: how many
-    keys' marks were read (0: none left)."""
-    found = marked(store, keys)
+def sweep(store: _Store, keys: Sequence[str] | None = None, left_after: float | None = None) -> int:
+    """Compute and store the rows of the sessions marked (of ``keys``; None: any, or with
+    ``left_after``, any with a mark older than that many seconds), one batch: how many keys' marks
+    were read (0: none left)."""
+    before = None if left_after is None else time.time_ns() - int(left_after * 1e9)
+    found = marked(store, keys, before=before)
     if not found:
         return 0
+    if before is not None:  # every mark of those sessions, the younger ones too: the rows replace them
+        found = marked(store, sorted(found))
     part = sorted(found)
     questions = questions_of(store, part)
     rows = compute(store, questions)
@@ -168,11 +186,15 @@ def sweep(store: _Store, keys: Sequence[str] | None = None) -> int:
     read = [(k, s) for k in part for s in sorted(found[k])]
     marks_read = " ".join(f"<{k}> {_DIRTY} {literal(s)} ." for k, s in read)
     values = " ".join(f"<{q}>" for q in subjects)
-    store.update(f"""DELETE {{ GRAPH {_G} {{ {marks_read} ?r ?rp ?ro }} }}
-INSERT {{ GRAPH {_G} {{ {" ".join(row_triples(row) for row in rows)} }} }}
-WHERE {{ GRAPH {_G} {{ {marks_read} }}
-  OPTIONAL {{ GRAPH {_G} {{ VALUES ?r {{ {values} }} ?r ?rp ?ro FILTER(?rp != {_DIRTY}) }} }} }}""",
-                 "keeping the session index")
+    # One request, three operations, each only if every mark read is still there: the old rows
+    # deleted, the new inserted, the marks read deleted.  Not one DELETE/INSERT: its INSERT template,
+    # all constants, is made again for each old row's triple (a thousand times the rows of 50
+    # sessions), which cost an Oxigraph server 26 s where this takes a few ms.
+    still = f"GRAPH {_G} {{ {marks_read} }}"
+    store.update(f"""DELETE {{ GRAPH {_G} {{ ?r ?rp ?ro }} }}
+WHERE {{ {still} GRAPH {_G} {{ VALUES ?r {{ {values} }} ?r ?rp ?ro FILTER(?rp != {_DIRTY}) }} }} ;
+INSERT {{ GRAPH {_G} {{ {" ".join(row_triples(row) for row in rows)} }} }} WHERE {{ {still} }} ;
+DELETE {{ GRAPH {_G} {{ {marks_read} }} }} WHERE {{ {still} }}""", "keeping the session index")
     return len(part)
 
 
@@ -295,7 +317,7 @@ class RowKeeper:
                             break
                         store = store or self._connect()
                         build(store)
-                        if not sweep(store):
+                        if not sweep(store, left_after=LEFT_AFTER):
                             last_idle = time.monotonic()
                             break
                 except (StoreError, OSError) as exc:
