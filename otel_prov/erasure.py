@@ -36,8 +36,7 @@ from .stores import (
     open_for_writing,
     settle,
 )
-from .stores.base import IRI, QuadTerms, Term
-from .stores.terms import to_ntriples
+from .stores.base import IRI, QuadTerms, Term, to_ntriples
 
 SETTLE_TIMEOUT = 30.0
 """Seconds an erasure waits for another process to fold the store's log before it removes anything."""

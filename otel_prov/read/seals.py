@@ -25,8 +25,7 @@ from ..model.iris import digest_of, seal_iri
 from ..model.quads import Quad
 from ..model.terms import datetime_from_ns, integer, iri, literal
 from ..model.vocab import GRAPH_RETRIEVAL, GRAPH_SEALS, OTELPROV
-from ..stores.base import ReadStore, Triple
-from ..stores.terms import to_oxigraph
+from ..stores.base import ReadStore, Triple, to_oxigraph
 from .model import epoch_ns
 
 ALGORITHM = "RDFC-1.0/SHA-256"

@@ -12,8 +12,7 @@ import pyoxigraph
 from ..model.quads import classic
 from ..model.vocab import GRAPH_RETRIEVAL, PREFIXES
 from ..read.build import TraceTriple
-from ..stores.base import QuadTerms, Triple
-from ..stores.terms import to_oxigraph
+from ..stores.base import QuadTerms, Triple, to_oxigraph
 
 EXPORT_FORMATS = {
     "turtle": pyoxigraph.RdfFormat.TURTLE,

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
+import pyoxigraph
 import rdflib
 
 from ..model.quads import Quad
@@ -44,6 +46,38 @@ class Term:
 
     def __str__(self) -> str:
         return self.value
+
+
+
+def triple_term(parts: Triple) -> Term:
+    """The triple term of ``parts``."""
+    return Term(TRIPLE, f"<<( {to_oxigraph(Term(TRIPLE, '', parts=parts))} )>>", parts=parts)
+
+
+def to_oxigraph(term: Term) -> Any:
+    """A term as pyoxigraph's again (a blank node keeps its label)."""
+    if term.kind == IRI:
+        return _named_node(term.value)
+    if term.kind == BNODE:
+        return pyoxigraph.BlankNode(term.value)
+    if term.kind == TRIPLE:
+        assert term.parts is not None
+        return pyoxigraph.Triple(*map(to_oxigraph, term.parts))
+    if term.language is not None:
+        return pyoxigraph.Literal(term.value, language=term.language)
+    if term.datatype is not None:
+        return pyoxigraph.Literal(term.value, datatype=_named_node(term.datatype))
+    return pyoxigraph.Literal(term.value)
+
+
+@lru_cache(maxsize=65536)
+def _named_node(value: str) -> pyoxigraph.NamedNode:
+    return pyoxigraph.NamedNode(value)
+
+
+def to_ntriples(term: Term) -> str:
+    """A term in N-Triples (and SPARQL's syntax of data)."""
+    return term.value if term.kind == TRIPLE else str(to_oxigraph(term))
 
 
 Row = dict[str, Term]

@@ -3,13 +3,12 @@ and a SPARQL server's JSON results say, as one plain type (no reader sees a back
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import pyoxigraph
 
 from ..errors import StoreError
-from .base import BNODE, IRI, LITERAL, TRIPLE, QuadTerms, Term, Triple
+from .base import BNODE, IRI, LITERAL, QuadTerms, Term, Triple, to_ntriples, to_oxigraph, triple_term  # noqa: F401
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
@@ -31,37 +30,6 @@ def from_oxigraph(value: Any) -> Term:
     if isinstance(value, pyoxigraph.Triple):
         return triple_term(from_triple(value))
     raise ValueError(f"unexpected pyoxigraph term: {value!r}")
-
-
-def triple_term(parts: Triple) -> Term:
-    """The triple term of ``parts``."""
-    return Term(TRIPLE, f"<<( {to_oxigraph(Term(TRIPLE, '', parts=parts))} )>>", parts=parts)
-
-
-def to_oxigraph(term: Term) -> Any:
-    """A term as pyoxigraph's again (a blank node keeps its label)."""
-    if term.kind == IRI:
-        return _named_node(term.value)
-    if term.kind == BNODE:
-        return pyoxigraph.BlankNode(term.value)
-    if term.kind == TRIPLE:
-        assert term.parts is not None
-        return pyoxigraph.Triple(*map(to_oxigraph, term.parts))
-    if term.language is not None:
-        return pyoxigraph.Literal(term.value, language=term.language)
-    if term.datatype is not None:
-        return pyoxigraph.Literal(term.value, datatype=_named_node(term.datatype))
-    return pyoxigraph.Literal(term.value)
-
-
-@lru_cache(maxsize=65536)
-def _named_node(value: str) -> pyoxigraph.NamedNode:
-    return pyoxigraph.NamedNode(value)
-
-
-def to_ntriples(term: Term) -> str:
-    """A term in N-Triples (and SPARQL's syntax of data)."""
-    return term.value if term.kind == TRIPLE else str(to_oxigraph(term))
 
 
 def from_triple(triple: Any) -> Triple:
