@@ -47,10 +47,12 @@ def prov_graph(trace: Trace, triples: Iterable[TraceTriple]) -> ProvGraph:
     labels: dict[str, tuple[str, str]] = {}
     _label_trace(trace, labels)
     nodes: list[GraphNode] = []
+    documents = {o.value for by_p in props.values() for o in by_p.get(str(TG.document), [])}
     for iri, by_p in props.items():
         types = set(types_of(by_p))
-        if types & {str(TG.EdgeSelection), str(RDF.Statement), str(PROV.Association), str(PROV.Role)}:
-            continue  # details of a node drawn (an approval's association and role: on its label)
+        if (types & {str(TG.EdgeSelection), str(RDF.Statement), str(PROV.Association), str(PROV.Role)}
+                or iri in documents):  # details of a node drawn (an approval's association and role: on
+            continue  # its label; a trustgraph document: its holder's text)
         if types & {str(PROV.Agent), str(PROV.SoftwareAgent)}:
             shape, title, detail = "agent", "Agent", first(by_p, RDFS.label) or local_name(iri)
         elif str(PROV.Activity) in types:

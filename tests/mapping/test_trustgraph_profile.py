@@ -24,6 +24,7 @@ from otel_prov import ProvSpanExporter, erasure
 from otel_prov.examples.rag import doc_rag, graph_rag
 from otel_prov.examples.react_agent import run_agent
 from otel_prov.mapping.trustgraph import to_trustgraph
+from otel_prov.read.graph import prov_graph
 from otel_prov.read.model import SessionFilter
 from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, parse_store, sessions
@@ -550,3 +551,19 @@ def test_a_reranked_docrag_is_read_to_its_synthesis(tmp_path: Path) -> None:
     ours = _ours({"spec": spec}, question.uri)
     assert [s.kind for s in ours.steps] == ["Grounding", "Exploration", "Focus", "Synthesis"]
     assert ours.steps[-1].value("content") == "Three are warm."
+
+
+def test_the_picture_draws_no_document_and_no_unknown_node(flows: dict[str, Any]) -> None:
+    """A document holds its holder's text (shown on the holder): the provenance picture draws the
+    holders, each with a kind, and no document beside them."""
+    reader_store = open_for_reading(flows["spec"])
+    try:
+        reader = TraceReader(reader_store)
+        for question in [s.id for s in reader.sessions()]:
+            trace, triples = reader.trace(question)
+            documents = {o.value for _, p, o in triples if p == "https://trustgraph.ai/ns/document"}
+            graph = prov_graph(trace, triples)
+            assert documents and not documents & {n.iri for n in graph.nodes}, question
+            assert all(n.title and n.title != "Unknown" for n in graph.nodes), question
+    finally:
+        reader_store.close()
