@@ -79,6 +79,9 @@ HOUR_MOST = 5000
 """Rows a listing by time reads of its newest hours at most; past that the server sorts every row."""
 HOURS_MOST = 4
 """The most hours a listing by time reads in one query (after the newest hour's)."""
+TEXT_MOST = 2000
+"""Rows a text filter's scan returns whole (:meth:`ServerListing._matching`); past that the server
+counts and sorts them."""
 IDLE_SWEEP = 5.0
 """Seconds between two looks of an idle writer for marks other writers left."""
 LEFT_AFTER = 30.0
@@ -229,6 +232,11 @@ def hour_of(ts: int) -> int:
     return ts // 3_600_000_000_000 if ts >= 0 else -1
 
 
+def _tied(ts: Any) -> str:
+    """A pattern of the rows whose order key is ``ts`` (a result's term)."""
+    return f"VALUES ?ts {{ {_typed(ts)} }} ?q <{ROW}ts> ?ts ."
+
+
 def _typed(term: Any) -> str:
     """A number read back, as a literal of its datatype."""
     return f'"{term.value}"^^<{term.datatype or "http://www.w3.org/2001/XMLSchema#integer"}>'
@@ -349,6 +357,8 @@ class ServerListing:
         self.hidden = sorted(set(hidden))
         self._counts: dict[SessionQuery, int] = {}
         """Counts read, by query (a page asks for the same one more than once)."""
+        self._texts: dict[SessionQuery, list[tuple[int, str]] | None] = {}
+        """A text filter's rows, by query (:meth:`_matching`)."""
         self._stamp: str | None = None
 
     @classmethod
@@ -377,23 +387,38 @@ class ServerListing:
         """The filter that leaves out the rows of the sessions listed in their place."""
         return ("FILTER(?q NOT IN (" + ", ".join(f"<{q}>" for q in self.hidden) + "))") if self.hidden else ""
 
-    def _pattern(self, query: SessionQuery, ts: str | None = None) -> str:
-        """The rows ``query`` keeps, as ``?q`` and its order key ``?ts`` (every row has one; ``ts``:
-        only the rows of this one)."""
-        tests = [f"?q <{ROW}ts> ?ts ." if ts is None else f"VALUES ?ts {{ {ts} }} ?q <{ROW}ts> ?ts ."]
+    def _pattern(self, query: SessionQuery, lead: str = "", *, ordered: bool = True) -> str:
+        """The rows ``query`` keeps, as ``?q`` (and, ``ordered``, its order key ``?ts``: every row has
+        one), ``lead`` (a pattern binding ``?q`` to a few rows) read first.
+
+        An Oxigraph server joins in the order written, each row of the first pattern looked up in the
+        next: so a text filter alone comes first (a scan of the texts in the index's order: 0.35 s
+        for 164,000 rows of 600 characters), and after any equality filter, which binds fewer rows
+        (looking 164,000 rows' texts up one by one took 2.3 s)."""
+        equal = []
+        if query.collection is not None:
+            equal.append(f"?q <{ROW}coll> {literal(query.collection)} .")
+        if query.status is not None:
+            equal.append(f"?q <{ROW}status> {integer(query.status)} .")
+        for name, value in (("tool", query.tool), ("model", query.model), ("agent", query.agent),
+                            ("service", query.service)):
+            if value:
+                equal.append(f"?q <{ROW}{name}> {literal(value)} .")
+        text = (f"?q <{ROW}texts> ?texts FILTER(CONTAINS(?texts, {literal(query.text.lower())}))"
+                if query.text else "")
+        tests = [lead] if lead else []
+        if text and not lead and not equal:
+            tests.append(text)
+            text = ""
+        tests += equal
+        timed = bool(query.since or query.until)
+        if ordered or timed or not tests:
+            tests.append(f"?q <{ROW}ts> ?ts .")
         if query.flow is not None:
             flow = literal(query.flow)
             tests.append(f"FILTER(EXISTS {{ ?q <{ROW}subFlow> {flow} }} "
                          f"|| EXISTS {{ ?q <{ROW}iriFlow> {flow} }})")
-        if query.collection is not None:
-            tests.append(f"?q <{ROW}coll> {literal(query.collection)} .")
-        if query.status is not None:
-            tests.append(f"?q <{ROW}status> {integer(query.status)} .")
-        for name, value in (("tool", query.tool), ("model", query.model), ("agent", query.agent),
-                            ("service", query.service)):
-            if value:
-                tests.append(f"?q <{ROW}{name}> {literal(value)} .")
-        if query.since or query.until:  # the order key first (a number), then the text as SQLite tests it
+        if timed:  # the order key first (a number), then the text as SQLite tests it
             low, high = _day(query.since, -1), _day(query.until, 2)
             near = [test for test in (low and f"?ts >= {low}", high and f"?ts < {high}") if test]
             if near:
@@ -403,8 +428,8 @@ class ServerListing:
             tests.append(f"FILTER(?time >= {literal(query.since)})")
         if query.until:
             tests.append(f"FILTER(SUBSTR(?time, 1, {len(query.until)}) <= {literal(query.until)})")
-        if query.text:
-            tests.append(f"?q <{ROW}texts> ?texts FILTER(CONTAINS(?texts, {literal(query.text.lower())}))")
+        if text:
+            tests.append(text)
         tests.append(self._hidden())
         return f"GRAPH {_G} {{ " + "\n".join(tests) + " }"
 
@@ -415,8 +440,12 @@ class ServerListing:
         orders 16,400 rows by two numbers in a few ms, by the IRI's text in 180 ms)."""
         most = None if limit is None else int(limit) + int(offset)
         key = _SORT_KEYS.get(query.sort)
-        ids = self._newest(query, most) if key is None and most is not None else []
-        if not ids:
+        few = self._matching(query) if key is None and query.text else None
+        if few is not None:  # every row that passes: the newest (the rows tied with the last too)
+            ids = [q for ts, q in few if most is None or ts >= few[min(most, len(few)) - 1][0]]
+        else:
+            ids = self._newest(query, most) if key is None and most is not None else []
+        if not ids and few is None:
             first = f"GRAPH {_G} {{ ?q <{ROW}{key}> ?by }}" if key else "BIND(0 AS ?by)"
             order = ("ASC(?by) " if query.sort == "status" else "DESC(?by) " if key else "") + "DESC(?ts)"
             found = self.store.select(f"SELECT ?q ?by ?ts WHERE {{ {self._pattern(query)} {first} }} "
@@ -425,11 +454,25 @@ class ServerListing:
             if most is not None and len(found) == most:  # the rows tied with the last one read
                 last = found[-1]
                 ids += [row["q"].value for row in self.store.select(
-                    f"SELECT ?q WHERE {{ {self._pattern(query, _typed(last['ts']))} {first} "
+                    f"SELECT ?q WHERE {{ {self._pattern(query, _tied(last['ts']), ordered=False)} {first} "
                     f"FILTER(?by = {_typed(last['by'])}) }}")]
         rows = self._rows(sorted(set(ids))) + [row for row in self.fresh if matches(row, query)]
         ordered = in_order(rows, query.sort)
         return ordered[offset:] if limit is None else ordered[offset:offset + limit]
+
+    def _matching(self, query: SessionQuery) -> list[tuple[int, str]] | None:
+        """With a text filter, which scans every row's texts whatever else is asked: every row
+        ``query`` keeps, as (order key, IRI), when at most :data:`TEXT_MOST` do, read in one scan the
+        server sorts nothing of; None when more do.  Read once per listing, for both its page and its
+        count (a list page counts first, the API and ``list`` after)."""
+        query = replace(query, sort="time")
+        if query not in self._texts:
+            found = self.store.select(f"SELECT ?q ?ts WHERE {{ {self._pattern(query)} }} "
+                                      f"LIMIT {TEXT_MOST + 1}")
+            self._texts[query] = (None if len(found) > TEXT_MOST else
+                                  sorted(((int(row["ts"].value), row["q"].value) for row in found),
+                                         reverse=True))
+        return self._texts[query]
 
     def _newest(self, query: SessionQuery, most: int) -> list[str]:
         """The ``most`` newest rows ``query`` keeps, read from the newest hours (each row's hour, and
@@ -451,9 +494,9 @@ class ServerListing:
             if size > HOURS_MOST:  # a filter few rows pass: the server's sort of what passes is faster
                 return []
             part = " ".join(integer(h) for h in hours[start:start + size])
-            rows = self.store.select(
-                f"SELECT ?q ?ts WHERE {{ VALUES ?h {{ {part} }} GRAPH {_G} {{ ?q <{ROW}hour> ?h }} "
-                f"{self._pattern(query)} }} LIMIT {HOUR_MOST + 1}")
+            lead = f"VALUES ?h {{ {part} }} ?q <{ROW}hour> ?h ."
+            rows = self.store.select(f"SELECT ?q ?ts WHERE {{ {self._pattern(query, lead)} }} "
+                                     f"LIMIT {HOUR_MOST + 1}")
             if len(rows) > HOUR_MOST:  # hours too full to read whole: the server sorts them all
                 return []
             found += [(int(row["ts"].value), row["q"].value) for row in rows]
@@ -492,8 +535,12 @@ class ServerListing:
             query = replace(query, sort="time")  # the same count: one query for both
         if query == SessionQuery() and self._stamp is not None:  # every session: the stamp's count
             return int(self._stamp.split("-")[0])  # (read first by a page that reads both)
+        few = self._matching(query) if query.text and query not in self._counts else None
+        if few is not None:
+            self._counts[query] = len(few) + sum(1 for row in self.fresh if matches(row, query))
         if query not in self._counts:
-            rows = self.store.select(f"SELECT (COUNT(?q) AS ?n) WHERE {{ {self._pattern(query)} }}")
+            rows = self.store.select(
+                f"SELECT (COUNT(?q) AS ?n) WHERE {{ {self._pattern(query, ordered=False)} }}")
             self._counts[query] = ((int(rows[0]["n"].value) if rows else 0)
                                    + sum(1 for row in self.fresh if matches(row, query)))
         return self._counts[query]

@@ -21,7 +21,7 @@ from otel_prov import ProvSpanExporter
 from otel_prov.cli.app import main
 from otel_prov.examples.rag import graph_rag
 from otel_prov.model.vocab import GRAPH_RETRIEVAL
-from otel_prov.read.model import SessionFilter, SessionRow
+from otel_prov.read.model import COMPLETE, SessionFilter, SessionRow
 from otel_prov.read.reader import TraceReader
 from otel_prov.stores import open_for_reading, open_for_writing, parse_store, server_sessions, sparql
 from otel_prov.stores.server_sessions import GRAPH_SESSIONS, ROW, sweep
@@ -172,6 +172,17 @@ def test_every_filter_sort_and_page_lists_what_the_graph_lists(server: SparqlSer
                 passing = len(same(server.url, fresh=False, where=window))
                 for offset in (0, max(0, passing - 2)):  # the newest and the oldest of the range: only
                     same(server.url, fresh=False, where=window, limit=3, offset=offset)  # its hours read
+    for text_most in (server_sessions.TEXT_MOST, 2):  # a text filter's rows read whole, then too many
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(server_sessions, "HOUR_MOST", 3)  # (the newest hours too full: no help there)
+            patch.setattr(server_sessions, "TEXT_MOST", text_most)
+            for text, sort in (("paris", "time"), ("search", "time"), ("e", "status"), ("e", "duration"),
+                               ("zzz-no-such-text", "time")):  # ("e": most rows, of every status)
+                for offset in (0, 2):
+                    same(server.url, fresh=False, where=SessionFilter(text=text, sort=sort), limit=2,
+                         offset=offset)
+            same(server.url, fresh=False, where=SessionFilter(text="search", status=COMPLETE), limit=2)
+            same(server.url, fresh=False, where=SessionFilter(text="search", since=times[1]), limit=2)
     # three sessions of each type marked (as a writer leaves them): computed by the reader in their place
     picked = [r.id for kind in sorted({r.type for r in everything})
               for r in [r for r in everything if r.type == kind][:3]]
