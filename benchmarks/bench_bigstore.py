@@ -16,7 +16,8 @@ hundredths of a year earlier (outside the timing), so its session index does not
    (paced requests of 100 spans) while sessions are exported one at a time and a client polls
    ``/api/sessions`` for each: how long after its export returned each is listed;
 5. on the largest store: ``otel-prov delete`` of one session, and ``otel-prov prune`` of ~1%
-   (both rebuild the index, so the erased text leaves the files).
+   (on the embedded store both rebuild the index, so the erased text leaves the files; on a server,
+   SPARQL updates).  ``--only erase``: these alone (they change the store: a kept one too).
 
 Printed: median and 95th percentile of each (seconds or milliseconds), and quads in the store.
 
@@ -264,9 +265,9 @@ def main(argv: list[str] | None = None) -> int:
                         "already there is used as it is)")
     parser.add_argument("--server", choices=("oxigraph", "fuseki"),
                         help="a dataset on this SPARQL server (started here) instead of the embedded store")
-    parser.add_argument("--only", choices=("listable", "measure"),
-                        help="only the listable run (on the largest store), or only the timings of list, "
-                             "show and the pages")
+    parser.add_argument("--only", choices=("listable", "measure", "erase"),
+                        help="only the listable run (on the largest store), only the timings of list, "
+                             "show and the pages, or only those of delete and prune (on the largest store)")
     args = parser.parse_args(argv)
     spans = build_spans(args.spans)
     data = nquads(map_spans([from_sdk(s) for s in spans]).quads).decode("utf-8")
@@ -311,16 +312,20 @@ def _store(workdir: Path, size: int, data: str, args: argparse.Namespace) -> Ite
 
 def _measure_size(store: Path | str, workdir: Path, size: int, sizes: list[int],
                   args: argparse.Namespace) -> None:
-    if args.only != "listable":
+    if args.only in (None, "measure"):
         measure(store, args)
-    if size == sizes[-1] and args.only != "measure":
+    if size != sizes[-1]:
+        return
+    if args.only in (None, "listable"):
         listable(store, workdir, args)
-        if not args.skip_erase and args.only != "listable":
-            iri = first_iri(store)
-            took = cli(store, "delete", iri)
-            print(f"  otel-prov delete (one session; index rebuilt)  {took:.1f} s")
-            print(f"  otel-prov prune --older-than 365d (~1%)          "
-                  f"{cli(store, 'prune', '--older-than', '365d'):.1f} s", flush=True)
+    if args.only == "erase" or (args.only is None and not args.skip_erase):
+        iri = first_iri(store)
+        took = cli(store, "delete", iri)
+        print(f"  otel-prov delete (one session{'' if args.server else '; index rebuilt'})  {took:.1f} s")
+        print(f"  otel-prov prune --older-than 365d (~1%)          "
+              f"{cli(store, 'prune', '--older-than', '365d'):.1f} s", flush=True)
+        gone = first_iri(store) != iri
+        print(f"  check: the deleted session {'is gone' if gone else 'IS STILL LISTED'}", flush=True)
 
 
 def build(store: Path, data: str, size: int) -> None:
