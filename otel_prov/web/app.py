@@ -223,6 +223,8 @@ class View:
                         "collection": wanted["collection"] or None, "where": where}
 
     def list_page(self, request: Request) -> Response:
+        # a parameter that is not a filter (a misspelt one: ?text= for ?q=) is named on the page
+        ignored = sorted(set(request.query_params) - LIST_PAGE_PARAMETERS)
         try:
             wanted, filters = self._filters(request)
             page = _number(request, "page", 1, 1, 1 << 30)
@@ -242,7 +244,7 @@ class View:
             empty = dict.fromkeys(FILTERS, "")
             return self.page(request, "list.html", nav="sessions", missing=str(exc), rows=[], total=0,
                              all_count=0, wanted=empty, collections=[], types=TYPES, pages=None,
-                             stamp="none")
+                             stamp="none", ignored=ignored, filters=FILTERS)
         query = {k: v for k, v in wanted.items() if v}
 
         def link(n: int) -> str:
@@ -252,7 +254,8 @@ class View:
                  "next": link(page + 1) if page < last else None}
         return self.page(request, "list.html", nav="sessions", missing=None, rows=shown, total=total,
                          all_count=all_count, wanted=wanted, collections=collections, types=TYPES,
-                         pages=pages, first=(page - 1) * PAGE_SIZE, stamp=stamp)
+                         pages=pages, first=(page - 1) * PAGE_SIZE, stamp=stamp, ignored=ignored,
+                         filters=FILTERS)
 
     def api_sessions(self, request: Request) -> Response:
         try:
@@ -614,6 +617,7 @@ FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent
            "sort")
 """The list's and the API's filters (query parameters)."""
 API_SESSIONS_PARAMETERS = frozenset(FILTERS) | {"offset", "limit", "format", "token"}
+LIST_PAGE_PARAMETERS = frozenset(FILTERS) | {"page", "token"}
 """What ``/api/sessions`` takes; any other parameter is refused (400)."""
 STATUSES = ("complete", "failed", "unfinished")
 

@@ -787,6 +787,20 @@ def test_a_bad_filter_is_a_400_with_its_reason(view: str, query: str, reason: st
     assert get(view + "/api/sessions?type=agent&since=2026-01-01").status_code == 200
 
 
+def test_the_list_page_names_a_parameter_it_does_not_apply(view: str) -> None:
+    """``/?text=paris`` listed every session as if they all held "paris" (the text filter is q=),
+    with nothing on the page to say so: it is still a page (links carry other parameters), and says
+    which parameters it did not apply."""
+    page = html.unescape(get(view + "/?text=paris&limit=5").text)
+    assert "Not a filter, so not applied: limit, text. The filters are type, collection," in page
+    assert "(q: the text)" in page
+    everything = html.unescape(get(view + "/").text)
+    count = re.search(r'<p class="count">([^<]*)</p>', everything)
+    assert count and count.group(1) in page  # every session listed, as the page says
+    for query in ("q=paris&page=1", "type=agent&sort=steps", ""):
+        assert 'id="ignored"' not in get(view + "/?" + query).text, query
+
+
 def test_a_long_observation_starts_folded(tmp_path: Path) -> None:
     """A 20-line observation was shown whole, pushing the next steps off the screen: past 10 lines it
     is folded (its first line and its length), the whole text one click away."""
