@@ -225,6 +225,7 @@ class View:
     def list_page(self, request: Request) -> Response:
         # a parameter that is not a filter (a misspelt one: ?text= for ?q=) is named on the page
         ignored = sorted(set(request.query_params) - LIST_PAGE_PARAMETERS)
+        ignored = ignored[:10] + (["..."] if len(ignored) > 10 else [])
         try:
             wanted, filters = self._filters(request)
             page = _number(request, "page", 1, 1, 1 << 30)
@@ -617,8 +618,9 @@ FILTERS = ("type", "collection", "since", "until", "q", "status", "tool", "agent
            "sort")
 """The list's and the API's filters (query parameters)."""
 API_SESSIONS_PARAMETERS = frozenset(FILTERS) | {"offset", "limit", "format", "token"}
-LIST_PAGE_PARAMETERS = frozenset(FILTERS) | {"page", "token"}
 """What ``/api/sessions`` takes; any other parameter is refused (400)."""
+LIST_PAGE_PARAMETERS = frozenset(FILTERS) | {"page", "token"}
+"""What the list page takes; it names any other parameter as not applied (at most 10 of them)."""
 STATUSES = ("complete", "failed", "unfinished")
 
 

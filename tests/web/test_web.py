@@ -799,6 +799,8 @@ def test_the_list_page_names_a_parameter_it_does_not_apply(view: str) -> None:
     assert count and count.group(1) in page  # every session listed, as the page says
     for query in ("q=paris&page=1", "type=agent&sort=steps", ""):
         assert 'id="ignored"' not in get(view + "/?" + query).text, query
+    many = html.unescape(get(view + "/?" + "&".join(f"x{i:02d}=1" for i in range(30))).text)
+    assert "not applied: x00, x01, x02, x03, x04, x05, x06, x07, x08, x09, .... The filters" in many
 
 
 def test_a_long_observation_starts_folded(tmp_path: Path) -> None:
